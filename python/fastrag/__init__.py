@@ -1,0 +1,1 @@
+"""fastrag: retrieval-augmented generation for codebases."""
