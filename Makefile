@@ -1,0 +1,74 @@
+# fastrag — every workflow is one target. `make run` is the main job, `make test` the suite.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+SHARED      ?= ../shared
+CORPUS_TGZ  ?= $(SHARED)/corpus/vllm-0.10.1.tar.gz
+CORPUS_DIR  := data/raw/vllm-0.10.1
+DATASETS    := data/datasets
+RESULTS_DIR := data/output/search_results
+K           ?= 10
+QUESTION    ?= How do I load a LoRA adapter dynamically in vLLM?
+
+export UV_PYTHON_DOWNLOADS := never
+UV  := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+RUN := $(UV) run --no-sync
+PY  := $(RUN) python
+
+.PHONY: help install data index run search evaluate test test-py test-rust bench lint format debug clean fclean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+install:  ## install uv if missing, then the package (release build of the Rust core) and dev tools
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
+	$(UV) sync --frozen
+
+data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
+	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
+	elif [ -f "$(CORPUS_TGZ)" ]; then mkdir -p data/raw && tar -xzf "$(CORPUS_TGZ)" -C data/raw && echo "unpacked $(CORPUS_TGZ) into data/raw"; \
+	else echo "no corpus at $(CORPUS_TGZ): put vllm-0.10.1.tar.gz there (or set CORPUS_TGZ=...), or unpack the vLLM 0.10.1 source tree into $(CORPUS_DIR)"; exit 1; fi
+	@if [ -d "$(SHARED)/datasets" ]; then mkdir -p $(DATASETS) && cp -r "$(SHARED)/datasets/." $(DATASETS)/ && echo "copied datasets into $(DATASETS)"; \
+	else echo "no datasets at $(SHARED)/datasets: copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS)"; fi
+
+index: ## build (or update) the index of the corpus
+	$(PY) -m fastrag index
+
+run: install data index  ## the main job: index vLLM, search both public sets, evaluate, print recall
+	@for set in docs code; do \
+	  $(PY) -m fastrag search_dataset --dataset_path $(DATASETS)/UnansweredQuestions/dataset_$${set}_public.json --k $(K) --save_directory $(RESULTS_DIR) || exit 1; \
+	done
+	@for set in docs code; do \
+	  $(PY) -m fastrag evaluate --student_search_results_path $(RESULTS_DIR)/dataset_$${set}_public.json --dataset_path $(DATASETS)/AnsweredQuestions/dataset_$${set}_public.json || exit 1; \
+	done
+	$(PY) -m fastrag search "$(QUESTION)" --k 5
+
+test: data  ## the whole suite: Rust unit tests, then pytest
+	cargo test --quiet
+	$(RUN) pytest -q
+
+bench:  ## criterion benches and pytest-benchmark runs; refreshes benches/RESULTS.md
+	cargo bench --bench core
+	$(RUN) pytest benches -q --benchmark-only
+
+lint:  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
+	$(RUN) ruff check python tests benches
+	$(RUN) flake8 .
+	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
+	$(RUN) mypy --strict python/fastrag
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+format:  ## apply ruff and cargo formatting
+	$(RUN) ruff format python tests benches
+	cargo fmt
+
+debug:  ## run a search under pdb
+	$(PY) -m pdb -m fastrag search "$(QUESTION)" --k 5
+
+clean:  ## remove caches, the index and outputs
+	rm -rf data/processed data/output .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks
+	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +
+
+fclean: clean  ## also remove the virtualenv, the Rust build, the corpus and datasets
+	rm -rf .venv target data/raw data/datasets python/fastrag/_core*.so

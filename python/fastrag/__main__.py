@@ -1,0 +1,215 @@
+"""The command line: ``python -m fastrag <command> [flags]`` (Python Fire).
+
+Parse and check arguments, call the library, print. A :class:`~fastrag.errors.UserError`
+becomes one line on stderr and a non-zero exit status; nothing else is caught here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from fastrag.config import (
+    DEFAULT_INDEX_DIR,
+    DEFAULT_K,
+    DEFAULT_REPO_PATH,
+    DEFAULT_SEARCH_RESULTS_DIR,
+    MAX_CHUNK_SIZE,
+    MAX_K,
+)
+from fastrag.errors import UsageError, UserError
+
+#: Smallest ``--max_chunk_size`` accepted: below it chunks stop carrying meaning.
+MIN_CHUNK_SIZE = 50
+
+
+def int_arg(name: str, value: Any, low: int, high: int) -> int:
+    """Check that a flag holds an integer in ``[low, high]`` (Fire passes raw Python values)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer() and low <= value <= high:
+            return int(value)
+        raise UsageError(f"--{name} must be an integer between {low} and {high}, got {value!r}")
+    if not low <= value <= high:
+        raise UsageError(f"--{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def text_arg(name: str, value: Any) -> str:
+    """A free-text argument: Fire turns ``"42"`` into an int, so turn scalars back into text."""
+    if value is None or isinstance(value, (dict, list, tuple, set)):
+        raise UsageError(f"{name} must be text, got {value!r}")
+    text = value if isinstance(value, str) else str(value)
+    if not text.strip():
+        raise UsageError(f"{name} is empty")
+    return text
+
+
+def path_arg(name: str, value: Any) -> Path:
+    """A path argument."""
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
+        raise UsageError(f"--{name} needs a path, got {value!r}")
+    return Path(str(value))
+
+
+def _status(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+class Commands:
+    """fastrag: retrieval-augmented generation for codebases."""
+
+    def index(
+        self,
+        max_chunk_size: Any = MAX_CHUNK_SIZE,
+        repo_path: Any = str(DEFAULT_REPO_PATH),
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+    ) -> None:
+        """Chunk and index a repository (incremental: unchanged files are reused).
+
+        Args:
+            max_chunk_size: largest chunk in characters (50..2000).
+            repo_path: the repository to index.
+            index_dir: where the index is written.
+        """
+        from fastrag.index import IndexParams, build_index
+
+        size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
+        params = IndexParams(max_chunk_size=size, target_size=_target_size(size))
+        report = build_index(path_arg("repo_path", repo_path), path_arg("index_dir", index_dir), params)
+        if report.up_to_date:
+            print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
+        else:
+            print(
+                f"indexed {report.files} files into {report.chunks} chunks in {report.seconds:.2f} s "
+                f"({report.chunked} chunked, {report.reused} reused, {report.removed} removed) -> {report.path}"
+            )
+        if report.skipped:
+            shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
+            more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
+            _status(f"skipped {len(report.skipped)} files: {shown}{more}")
+
+    def search(self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR)) -> None:
+        """Print the k spans that best answer QUERY.
+
+        Args:
+            query: the question.
+            k: how many spans (1..10).
+            index_dir: where the index lives.
+        """
+        from fastrag.retrieve import Retriever
+
+        text = text_arg("the query", query)
+        n = int_arg("k", k, 1, MAX_K)
+        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n)
+        if not hits:
+            _status("no match")
+            return
+        for rank, hit in enumerate(hits, 1):
+            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
+
+    def search_dataset(
+        self,
+        dataset_path: Any = None,
+        k: Any = DEFAULT_K,
+        save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+    ) -> None:
+        """Retrieve the k best spans for every question of a dataset and save them as JSON.
+
+        Args:
+            dataset_path: a dataset JSON file (AnsweredQuestions or UnansweredQuestions).
+            k: spans per question (1..10).
+            save_directory: folder of the output file (named after the dataset).
+            index_dir: where the index lives.
+        """
+        from fastrag.search import search_dataset
+
+        if dataset_path is None:
+            raise UsageError("--dataset_path is required")
+        started = time.perf_counter()
+        target, n = search_dataset(
+            path_arg("dataset_path", dataset_path),
+            int_arg("k", k, 1, MAX_K),
+            path_arg("save_directory", save_directory),
+            path_arg("index_dir", index_dir),
+        )
+        print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
+
+    def evaluate(
+        self,
+        student_search_results_path: Any = None,
+        dataset_path: Any = None,
+        show_missed: bool = False,
+    ) -> None:
+        """Print recall@1/3/5/10 of a results file against a dataset with ground truth.
+
+        Args:
+            student_search_results_path: output of search_dataset.
+            dataset_path: the AnsweredQuestions dataset.
+            show_missed: also list the questions not fully found in the top 10.
+        """
+        from fastrag.datasets import ground_truth, load_dataset, load_search_results
+        from fastrag.evaluate import evaluate
+
+        if student_search_results_path is None or dataset_path is None:
+            raise UsageError("--student_search_results_path and --dataset_path are required")
+        results_file = path_arg("student_search_results_path", student_search_results_path)
+        dataset_file = path_arg("dataset_path", dataset_path)
+        results = load_search_results(results_file)
+        truth = ground_truth(load_dataset(dataset_file), dataset_file)
+        report = evaluate(results.search_results, truth)
+        print(f"{dataset_file.name}: {report.questions} questions, {report.answered} with results, k={results.k}")
+        print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
+        if show_missed:
+            by_id = {r.question_id: r for r in results.search_results}
+            by_q = {q.question_id: q for q in truth}
+            for qid in report.missed:
+                q = by_q[qid]
+                print(f"- {q.question}")
+                for s in q.sources:
+                    print(f"    truth:     {s.file_path}:{s.first_character_index}-{s.last_character_index}")
+                got = by_id.get(qid)
+                for s in (got.retrieved_sources[:3] if got else []):
+                    print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
+
+
+def _target_size(max_chunk_size: int) -> int:
+    from fastrag.config import CHUNK_TARGET_SIZE
+
+    return min(CHUNK_TARGET_SIZE, max_chunk_size)
+
+
+def _fire_error(component_trace: Any) -> None:
+    """Replace Fire's multi-line usage dump with one line."""
+    message = component_trace.elements[-1].ErrorAsStr() if component_trace.elements else "bad arguments"
+    _status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit status."""
+    import fire
+    import fire.core
+
+    fire.core._DisplayError = _fire_error  # one line instead of a usage dump
+    try:
+        fire.Fire(Commands(), command=argv, name="fastrag")
+    except fire.core.FireExit as exc:
+        return int(exc.code or 0)
+    except UserError as exc:
+        _status(f"fastrag: error: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _status("fastrag: interrupted")
+        return 130
+    return 0
+
+
+def _exit(code: int) -> NoReturn:
+    sys.stdout.flush()
+    raise SystemExit(code)
+
+
+if __name__ == "__main__":
+    _exit(main())

@@ -1,0 +1,26 @@
+"""Paths and defaults in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Corpus indexed when no ``--repo_path`` is given.
+DEFAULT_REPO_PATH = Path("data/raw/vllm-0.10.1")
+#: Where the index generations live.
+DEFAULT_INDEX_DIR = Path("data/processed")
+#: Default output folders of ``search_dataset`` and ``answer_dataset``.
+DEFAULT_SEARCH_RESULTS_DIR = Path("data/output/search_results")
+DEFAULT_ANSWERS_DIR = Path("data/output/search_results_and_answer")
+
+#: Largest span the grading rule accepts, and the default chunk size.
+MAX_CHUNK_SIZE = 2000
+#: Largest ``k`` a results file may carry.
+MAX_K = 10
+#: Default number of results.
+DEFAULT_K = 10
+
+#: BM25 parameters (measured on the public sets, see benches/RESULTS.md).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
+CHUNK_TARGET_SIZE = 2000

@@ -1,0 +1,95 @@
+"""Reading question sets and results files, writing results files: every check in one place."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from fastrag.errors import UserError
+from fastrag.models import (
+    AnsweredQuestion,
+    RagDataset,
+    StudentSearchResults,
+    StudentSearchResultsAndAnswer,
+)
+from fastrag.storage import write_bytes_atomic
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Parse a JSON file, turning every way it can fail into one clear :class:`UserError`."""
+    if not path.exists():
+        raise UserError(f"{what} {path} does not exist")
+    if path.is_dir():
+        raise UserError(f"{what} {path} is a directory, not a JSON file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    if not data.strip():
+        raise UserError(f"{what} {path} is empty")
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} {path} is not UTF-8 text") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{what} {path} is not valid JSON (line {exc.lineno}, column {exc.colno})") from exc
+
+
+def _validate(model: type[ModelT], raw: Any, path: Path, what: str) -> ModelT:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "top level"
+        raise UserError(f"{path} is not a {what}: {where}: {first['msg']}") from exc
+
+
+def load_dataset(path: Path) -> RagDataset:
+    """Load a question set; question ids must be unique."""
+    dataset = _validate(RagDataset, read_json(path, "dataset"), path, "RAG dataset")
+    seen: set[str] = set()
+    for q in dataset.rag_questions:
+        if q.question_id in seen:
+            raise UserError(f"dataset {path} repeats question_id {q.question_id!r}")
+        seen.add(q.question_id)
+    return dataset
+
+
+def ground_truth(dataset: RagDataset, path: Path) -> list[AnsweredQuestion]:
+    """The questions of ``dataset`` that carry ground-truth sources (all of them, or an error)."""
+    answered = [q for q in dataset.rag_questions if isinstance(q, AnsweredQuestion)]
+    if not answered:
+        raise UserError(f"dataset {path} has no ground-truth sources to evaluate against")
+    return answered
+
+
+def load_search_results(path: Path) -> StudentSearchResults:
+    """Load a ``search_dataset`` (or ``answer_dataset``) output file."""
+    return _validate(StudentSearchResults, read_json(path, "search results file"), path, "search results file")
+
+
+def output_path(input_path: Path, save_directory: Path) -> Path:
+    """Where a results file for ``input_path`` goes: same base name, in ``save_directory``.
+
+    Refuses a directory that is a file, and an output that would overwrite the input.
+    """
+    if save_directory.exists() and not save_directory.is_dir():
+        raise UserError(f"save directory {save_directory} is a file, not a directory")
+    target = save_directory / input_path.name
+    if target.exists() and target.resolve() == input_path.resolve():
+        raise UserError(f"refusing to overwrite the input file {input_path}")
+    return target
+
+
+def write_results(target: Path, results: StudentSearchResults | StudentSearchResultsAndAnswer) -> None:
+    """Write a results file atomically (both ``question`` and ``question_str`` keys)."""
+    try:
+        payload = json.dumps(results.model_dump(mode="json"), ensure_ascii=False, indent=2)
+        write_bytes_atomic(target, payload.encode("utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot write {target}: {exc.strerror or exc}") from exc

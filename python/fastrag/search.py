@@ -1,0 +1,43 @@
+"""Retrieval over a whole question set, written as a results file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tqdm import tqdm
+
+from fastrag.datasets import load_dataset, output_path, write_results
+from fastrag.models import MinimalSearchResults, MinimalSource, StudentSearchResults
+from fastrag.retrieve import Hit, Retriever
+
+#: Questions per native batch call (progress is reported between batches).
+BATCH = 256
+
+
+def to_sources(hits: list[Hit]) -> list[MinimalSource]:
+    """Hits as the spec's sources."""
+    return [MinimalSource(file_path=h.file_path, first_character_index=h.start, last_character_index=h.end) for h in hits]
+
+
+def search_dataset(
+    dataset_path: Path, k: int, save_directory: Path, index_dir: Path, progress: bool = True
+) -> tuple[Path, int]:
+    """Retrieve ``k`` spans for every question of ``dataset_path``; return the output path and count.
+
+    Every input is checked before any work starts, and the output is written atomically.
+    """
+    dataset = load_dataset(dataset_path)
+    target = output_path(dataset_path, save_directory)
+    retriever = Retriever.open(index_dir)
+    questions = dataset.rag_questions
+    results: list[MinimalSearchResults] = []
+    with tqdm(total=len(questions), desc="searching", unit="q", disable=not progress) as bar:
+        for lo in range(0, len(questions), BATCH):
+            batch = questions[lo : lo + BATCH]
+            for q, hits in zip(batch, retriever.search_many([q.question for q in batch], k)):
+                results.append(
+                    MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(hits))
+                )
+            bar.update(len(batch))
+    write_results(target, StudentSearchResults(search_results=results, k=k))
+    return target, len(results)

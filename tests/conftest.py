@@ -1,0 +1,123 @@
+"""Shared fixtures: a small repository written in the session, the CLI run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "data" / "raw" / "vllm-0.10.1"
+DATASETS = ROOT / "data" / "datasets"
+
+SAMPLE_FILES = {
+    "pkg/engine.py": '''"""The engine."""
+
+import os
+
+
+class LLMEngine:
+    """Runs requests."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    def add_request(self, request_id: str, prompt: str) -> None:
+        """Queue a request for the scheduler."""
+        self.queue.append((request_id, prompt))
+
+
+def load_lora_adapter(name: str, path: str) -> dict[str, str]:
+    """Load a LoRA adapter from disk at runtime."""
+    return {"name": name, "path": os.path.abspath(path)}
+''',
+    "pkg/sampling.py": '''"""Sampling parameters."""
+
+
+class SamplingParams:
+    """Temperature, top_p and friends: café ☕ naïve."""
+
+    def __init__(self, temperature: float = 1.0, top_p: float = 1.0) -> None:
+        self.temperature = temperature
+        self.top_p = top_p
+''',
+    "docs/lora.md": """# LoRA adapters
+
+## Dynamic loading
+
+Send a POST request to `/v1/load_lora_adapter` with the adapter name and path to
+load an adapter while the server runs.
+
+## Unloading
+
+Use `/v1/unload_lora_adapter` to remove it again.
+""",
+    "docs/install.md": """# Installation
+
+Install with pip: `pip install vllm`. A GPU with compute capability 7.0 or higher is needed.
+""",
+}
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """Exit status and output of one CLI run."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        """Non-empty stderr lines."""
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 120) -> CliResult:
+    """Run ``python -m fastrag ARGS`` in ``cwd`` as a user would."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastrag", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def write_repo(root: Path, files: dict[str, str] = SAMPLE_FILES) -> Path:
+    """Write ``files`` under ``root`` and return ``root``."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    return root
+
+
+@pytest.fixture()
+def workdir(tmp_path: Path) -> Path:
+    """A working directory holding ``repo/`` (the sample repository), not yet indexed."""
+    write_repo(tmp_path / "repo")
+    return tmp_path
+
+
+@pytest.fixture()
+def indexed(workdir: Path) -> Path:
+    """``workdir`` with the sample repository indexed into ``data/processed``."""
+    result = run_cli("index", "--repo_path", "repo", cwd=workdir)
+    assert result.code == 0, result.err
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The vLLM corpus unpacked by ``make data``; its absence is a setup error, not a skip."""
+    if not CORPUS.is_dir():
+        pytest.fail(f"{CORPUS} is missing: run `make data` first")
+    return CORPUS

@@ -1,0 +1,225 @@
+"""The CLI end to end: happy paths, and every bad input ends in one line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import CliResult, run_cli
+
+
+def assert_one_line_error(result: CliResult, code: int | None = None) -> None:
+    """A failed run: non-zero exit (or exactly ``code``), one stderr line, no traceback."""
+    assert "Traceback" not in result.err, result.err
+    assert result.code != 0 if code is None else result.code == code, (result.code, result.err)
+    assert len(result.err_lines) == 1, result.err
+    assert result.err_lines[0].startswith("fastrag: error: "), result.err
+
+
+def write_dataset(path: Path, questions: list[dict[str, object]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"rag_questions": questions}))
+    return path
+
+
+LORA_TRUTH = {
+    "question_id": "q-lora",
+    "question": "Which endpoint loads a LoRA adapter dynamically?",
+    "sources": [{"file_path": "repo/docs/lora.md", "first_character_index": 0, "last_character_index": 200}],
+    "answer": "/v1/load_lora_adapter",
+}
+SAMPLING_TRUTH = {
+    "question_id": "q-sampling",
+    "question_str": "Where are temperature and top_p defined?",
+    "sources": [{"file_path": "repo/pkg/sampling.py", "first_character_index": 0, "last_character_index": 100}],
+    "answer": "SamplingParams",
+}
+
+
+# ----------------------------------------------------------------------------- happy paths
+
+
+def test_index_search_dataset_evaluate(indexed: Path) -> None:
+    hit = run_cli("search", "load_lora_adapter endpoint", "--k", "3", cwd=indexed)
+    assert hit.code == 0, hit.err
+    assert "repo/docs/lora.md" in hit.out.splitlines()[0]
+
+    dataset = write_dataset(indexed / "sets" / "dataset_docs_tiny.json", [LORA_TRUTH, SAMPLING_TRUTH])
+    ran = run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "5", cwd=indexed)
+    assert ran.code == 0, ran.err
+    out_file = indexed / "data/output/search_results/dataset_docs_tiny.json"
+    payload = json.loads(out_file.read_text())
+    assert payload["k"] == 5
+    first = payload["search_results"][0]
+    assert first["question"] == first["question_str"] == LORA_TRUTH["question"]
+    assert payload["search_results"][1]["question"] == SAMPLING_TRUTH["question_str"]
+    assert all(len(r["retrieved_sources"]) <= 5 for r in payload["search_results"])
+
+    scored = run_cli("evaluate", "--student_search_results_path", str(out_file), "--dataset_path", str(dataset),
+                     cwd=indexed)
+    assert scored.code == 0, scored.err
+    assert "recall@1: 1.000" in scored.out
+
+
+def test_reindex_unchanged_is_up_to_date_and_change_is_seen(indexed: Path) -> None:
+    again = run_cli("index", "--repo_path", "repo", cwd=indexed)
+    assert again.code == 0 and "up to date" in again.out
+    (indexed / "repo/pkg/new_module.py").write_text("def speculative_decoding_draft():\n    return 1\n")
+    changed = run_cli("index", "--repo_path", "repo", cwd=indexed)
+    assert changed.code == 0 and "1 chunked" in changed.out, changed.out
+    hit = run_cli("search", "speculative decoding draft", "--k", "1", cwd=indexed)
+    assert "repo/pkg/new_module.py" in hit.out
+
+
+def test_gibberish_query_matches_nothing_without_error(indexed: Path) -> None:
+    result = run_cli("search", "asdfghjkl", "--k", "10", cwd=indexed)
+    assert result.code == 0 and result.out == ""
+    assert result.err_lines == ["no match"]
+
+
+def test_numeric_query_is_treated_as_text(indexed: Path) -> None:
+    result = run_cli("search", "7.0", cwd=indexed)
+    assert result.code == 0 and "Traceback" not in result.err
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+def test_blank_query_is_an_error(indexed: Path, query: str) -> None:
+    assert_one_line_error(run_cli("search", query, "--k", "10", cwd=indexed), code=2)
+
+
+@pytest.mark.parametrize("k", ["0", "-1", "abc", "2.5", "11", "True", "1e9"])
+def test_bad_k_for_search(indexed: Path, k: str) -> None:
+    assert_one_line_error(run_cli("search", "lora", "--k", k, cwd=indexed), code=2)
+
+
+@pytest.mark.parametrize("k", ["0", "abc", "11"])
+def test_bad_k_for_search_dataset(indexed: Path, k: str) -> None:
+    dataset = write_dataset(indexed / "d.json", [LORA_TRUTH])
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(dataset), "--k", k, cwd=indexed), code=2)
+
+
+@pytest.mark.parametrize("size", ["0", "2001", "abc", "-5", "12.5"])
+def test_bad_max_chunk_size(workdir: Path, size: str) -> None:
+    assert_one_line_error(run_cli("index", "--repo_path", "repo", "--max_chunk_size", size, cwd=workdir), code=2)
+
+
+def test_missing_dataset(indexed: Path) -> None:
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", "/nonexistent.json", cwd=indexed), code=1)
+
+
+def test_dataset_that_is_not_json(indexed: Path) -> None:
+    path = indexed / "bad.json"
+    path.write_text("{not json")
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(path), cwd=indexed), code=1)
+
+
+@pytest.mark.parametrize("payload", ['{"questions": []}', "[1, 2, 3]", '{"rag_questions": [{"id": 3}]}', ""])
+def test_dataset_of_wrong_shape(indexed: Path, payload: str) -> None:
+    path = indexed / "shape.json"
+    path.write_text(payload)
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(path), cwd=indexed), code=1)
+
+
+def test_dataset_with_duplicate_ids(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "dup.json", [LORA_TRUTH, LORA_TRUTH])
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed), code=1)
+
+
+def test_dataset_path_missing_flag(indexed: Path) -> None:
+    assert_one_line_error(run_cli("search_dataset", cwd=indexed), code=2)
+
+
+def test_no_index_yet(workdir: Path) -> None:
+    assert_one_line_error(run_cli("search", "lora", cwd=workdir), code=1)
+    dataset = write_dataset(workdir / "d.json", [LORA_TRUTH])
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(dataset), cwd=workdir), code=1)
+
+
+def test_corrupted_index_is_reported(indexed: Path) -> None:
+    current = (indexed / "data/processed/CURRENT").read_text().strip()
+    bm25 = indexed / "data/processed" / current / "bm25.bin"
+    data = bytearray(bm25.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bm25.write_bytes(bytes(data))
+    result = run_cli("search", "lora", cwd=indexed)
+    assert_one_line_error(result, code=1)
+    assert "index" in result.err
+
+
+def test_truncated_chunk_table_is_reported(indexed: Path) -> None:
+    current = (indexed / "data/processed/CURRENT").read_text().strip()
+    table = indexed / "data/processed" / current / "chunks.json"
+    table.write_text(table.read_text()[:20])
+    assert_one_line_error(run_cli("search", "lora", cwd=indexed), code=1)
+
+
+def test_save_directory_that_is_a_file(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "d.json", [LORA_TRUTH])
+    blocker = indexed / "blocker"
+    blocker.write_text("x")
+    result = run_cli("search_dataset", "--dataset_path", str(dataset), "--save_directory", str(blocker), cwd=indexed)
+    assert_one_line_error(result, code=1)
+    assert blocker.read_text() == "x"
+
+
+def test_output_never_overwrites_its_input(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "out" / "dataset_docs_x.json", [LORA_TRUTH])
+    before = dataset.read_text()
+    result = run_cli("search_dataset", "--dataset_path", str(dataset), "--save_directory", str(dataset.parent),
+                     cwd=indexed)
+    assert_one_line_error(result, code=1)
+    assert dataset.read_text() == before
+
+
+@pytest.mark.parametrize("repo", ["missing_repo", "repo/docs/lora.md"])
+def test_bad_repo_path(workdir: Path, repo: str) -> None:
+    assert_one_line_error(run_cli("index", "--repo_path", repo, cwd=workdir), code=1)
+
+
+def test_empty_repo(workdir: Path) -> None:
+    (workdir / "empty").mkdir()
+    assert_one_line_error(run_cli("index", "--repo_path", "empty", cwd=workdir), code=1)
+
+
+def test_failed_runs_keep_index_and_outputs(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "dataset_docs_keep.json", [LORA_TRUTH])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+    output = indexed / "data/output/search_results/dataset_docs_keep.json"
+    saved = output.read_text()
+    before = run_cli("search", "lora adapter", cwd=indexed).out
+
+    assert run_cli("index", "--repo_path", "missing", cwd=indexed).code != 0
+    assert run_cli("index", "--repo_path", "repo", "--max_chunk_size", "0", cwd=indexed).code != 0
+    dataset.write_text("{broken")
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code != 0
+
+    assert output.read_text() == saved
+    assert run_cli("search", "lora adapter", cwd=indexed).out == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate"],
+        ["evaluate", "--student_search_results_path", "/nope.json", "--dataset_path", "/nope.json"],
+        ["search"],
+        ["no_such_command"],
+        ["search", "lora", "--no_such_flag", "1"],
+    ],
+)
+def test_malformed_command_lines(indexed: Path, args: list[str]) -> None:
+    assert_one_line_error(run_cli(*args, cwd=indexed))
+
+
+def test_evaluate_against_unanswered_dataset(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "sets/dataset_docs_q.json", [{"question_id": "a", "question": "lora?"}])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+    results = indexed / "data/output/search_results/dataset_docs_q.json"
+    result = run_cli("evaluate", "--student_search_results_path", str(results), "--dataset_path", str(dataset),
+                     cwd=indexed)
+    assert_one_line_error(result, code=1)
