@@ -1,0 +1,490 @@
+"""Tests of :mod:`fastrag.chunking`: concrete examples, properties and the real corpus."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import fastrag._core
+import pytest
+from fastrag.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "raw" / "vllm-0.10.1"
+SIZES = (50, 300, 2000)
+PROPERTY_SETTINGS = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def check_chunks(
+    text: str, chunks: list[Chunk], max_chunk_size: int, target_size: int | None = None
+) -> None:
+    """Assert every invariant the chunkers promise."""
+    target = max_chunk_size if target_size is None else target_size
+    previous = 0
+    gaps: list[str] = []
+    for chunk in chunks:
+        assert isinstance(chunk, Chunk)
+        assert previous <= chunk.start < chunk.end <= len(text), (previous, chunk)
+        assert chunk.end - chunk.start <= target <= max_chunk_size, chunk
+        assert text[chunk.start:chunk.end].strip(), f"whitespace-only chunk {chunk}"
+        assert isinstance(chunk.context, str)
+        gaps.append(text[previous:chunk.start])
+        previous = chunk.end
+    gaps.append(text[previous:])
+    uncovered = "".join(gaps).strip()
+    assert not uncovered, f"uncovered non-whitespace: {uncovered[:80]!r}"
+    fastrag._core.validate_spans(len(text), [(c.start, c.end) for c in chunks], max_chunk_size)
+
+
+def spans(text: str, chunks: list[Chunk]) -> list[str]:
+    """The text of every chunk."""
+    return [text[c.start:c.end] for c in chunks]
+
+
+def on_line_starts(text: str, chunks: list[Chunk]) -> bool:
+    """Whether every chunk starts at a line start and ends at one or at the end."""
+    starts = set(fastrag._core.line_starts(text))
+    return all(c.start in starts and (c.end in starts or c.end == len(text)) for c in chunks)
+
+
+# -- concrete examples: Python --------------------------------------------------------------
+
+MODULE = '''"""Module docstring."""
+
+import os
+import sys
+
+CONSTANT = 1
+
+
+# A comment about the decorated function.
+@decorator_one
+@decorator_two(option=True)
+def decorated(a, b):
+    """Add."""
+    return a + b
+
+
+class Engine(Base, metaclass=Meta):
+    """An engine with a long docstring that explains a lot of things in some detail."""
+
+    limit = 10
+
+    def start(self, x: int) -> str:
+        """Start."""
+        value = x * 2
+        # the nested helper
+        def helper(y: int) -> int:
+            total = 0
+            for i in range(y):
+                total += i * value
+            return total
+        return str(helper(value))
+
+    def stop(self) -> None:
+        """Stop the engine and release every resource it holds, in order."""
+        self.running = False
+        self.resources.clear()
+'''
+
+
+def test_small_module_is_one_chunk() -> None:
+    """A module that fits the target is a single chunk from its first character."""
+    chunks = chunk_python(MODULE, 2000)
+    assert [(c.start, c.end, c.context) for c in chunks] == [(0, len(MODULE), "")]
+
+
+def test_decorators_and_comments_stay_with_the_def() -> None:
+    """Leading comments and every decorator go with the function they precede."""
+    chunks = chunk_python(MODULE, 2000, target_size=250)
+    check_chunks(MODULE, chunks, 2000, 250)
+    texts = spans(MODULE, chunks)
+    holder = next(t for t in texts if "def decorated" in t)
+    assert "# A comment about the decorated function." in holder
+    assert "@decorator_one" in holder and "@decorator_two(option=True)" in holder
+    assert "return a + b" in holder
+    assert on_line_starts(MODULE, chunks)
+
+
+def test_oversized_class_is_split_along_methods_with_signature_context() -> None:
+    """A class above the target is split at its methods; chunks inside carry its header."""
+    chunks = chunk_python(MODULE, 2000, target_size=400)
+    check_chunks(MODULE, chunks, 2000, 400)
+    texts = spans(MODULE, chunks)
+    header = next(i for i, t in enumerate(texts) if "class Engine" in t)
+    assert chunks[header].context == ""
+    stop = next(i for i, t in enumerate(texts) if "def stop(self)" in t)
+    assert stop != header
+    assert texts[stop].lstrip().startswith("def stop(self) -> None:")
+    assert chunks[stop].context == "class Engine(Base, metaclass=Meta):"
+    assert on_line_starts(MODULE, chunks)
+
+
+def test_nested_def_context_holds_every_enclosing_signature() -> None:
+    """A chunk inside a method inside a class gets both signatures as context."""
+    chunks = chunk_python(MODULE, 2000, target_size=120)
+    check_chunks(MODULE, chunks, 2000, 120)
+    inner = next(c for c in chunks if "total += i * value" in MODULE[c.start:c.end])
+    assert inner.context == (
+        "class Engine(Base, metaclass=Meta):\n"
+        "def start(self, x: int) -> str:\n"
+        "def helper(y: int) -> int:"
+    )
+
+
+def test_multiline_signature_is_collapsed_in_context() -> None:
+    """A signature over several lines becomes one line of context."""
+    source = "def f(\n    a: int,\n    b: int,\n) -> int:\n" + "".join(
+        f"    v{i} = a + b + {i}\n" for i in range(20)
+    )
+    chunks = chunk_python(source, 2000, target_size=150)
+    check_chunks(source, chunks, 2000, 150)
+    assert chunks[0].context == ""
+    assert {c.context for c in chunks[1:]} == {"def f( a: int, b: int, ) -> int:"}
+
+
+def test_oversized_simple_statement_is_split_on_lines() -> None:
+    """A huge literal is split between its lines, never above the target."""
+    source = "TABLE = {\n" + "".join(f"    'key{i}': {i},\n" for i in range(300)) + "}\n"
+    chunks = chunk_python(source, 2000, target_size=500)
+    check_chunks(source, chunks, 2000, 500)
+    assert len(chunks) > 1
+    assert on_line_starts(source, chunks)
+
+
+def test_syntax_error_falls_back_to_plain_text() -> None:
+    """Unparsable source is still chunked, by the plain chunker."""
+    source = "def broken(:\n    pass\n" * 50
+    chunks = chunk_python(source, 2000, target_size=300)
+    check_chunks(source, chunks, 2000, 300)
+    assert chunks == chunk_plain(source, 2000, 300)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1\x00\ny = 2\n",
+        "x = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
+        "x = " + "-" * 200_000 + "1\n",
+        "x = f'{a!r:{b}}' if True else f'{\"nested\"}'\n",
+        'print(f"{"\\n".join(parts)}")\n',
+    ],
+    ids=["nul", "nested-parens", "deep-unary", "fstring", "py312-fstring"],
+)
+def test_unparsable_or_pathological_source_never_raises(source: str) -> None:
+    """NUL bytes, deep nesting and 3.12-only syntax fall back instead of raising."""
+    for target in (50, 2000):
+        check_chunks(source, chunk_python(source, 2000, target), 2000, target)
+
+
+def test_crlf_offsets() -> None:
+    """CRLF line breaks: spans are str offsets and boundaries fall after the CRLF."""
+    source = "import os\r\n\r\ndef f():\r\n    return 1\r\n\r\n\r\ndef g():\r\n    return 2\r\n"
+    chunks = chunk_python(source, 2000, target_size=30)
+    check_chunks(source, chunks, 2000, 30)
+    texts = spans(source, chunks)
+    assert texts[-1] == "\r\n\r\ndef g():\r\n    return 2\r\n"
+    assert "".join(texts) == source
+    assert on_line_starts(source, chunks)
+
+
+def test_lone_cr_offsets() -> None:
+    """Lone CR line breaks count as lines, as for Python's tokenizer."""
+    source = "x = 1\r\rdef f():\r    return 1\r\rdef g():\r    return 2\r"
+    chunks = chunk_python(source, 2000, target_size=25)
+    check_chunks(source, chunks, 2000, 25)
+    texts = spans(source, chunks)
+    assert any(t.lstrip().startswith("def g():") for t in texts)
+    assert on_line_starts(source, chunks)
+
+
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_non_ascii_same_line_statements(bom: str) -> None:
+    """Byte columns of ``ast`` are converted to str offsets (BOM and astral characters)."""
+    source = bom + 'def f():\n    a = "éééééééééé"; b = "😀😀😀😀😀😀😀😀"\n'
+    chunks = chunk_python(source, 2000, target_size=30)
+    check_chunks(source, chunks, 2000, 30)
+    assert source.index("b = ") in {c.start for c in chunks}
+    assert chunks[0].start == 0  # the BOM is covered
+
+
+def test_bom_module() -> None:
+    """A BOM does not prevent parsing; the first chunk covers it."""
+    source = "\ufeff" + MODULE
+    chunks = chunk_python(source, 2000, target_size=400)
+    check_chunks(source, chunks, 2000, 400)
+    assert chunks[0].start == 0
+    assert any(c.context == "class Engine(Base, metaclass=Meta):" for c in chunks)
+
+
+# -- concrete examples: Markdown and text ---------------------------------------------------
+
+MARKDOWN = """# Installation
+
+vLLM installs with pip on Linux.
+
+## GPU
+
+Pick your GPU vendor below. This introduction is long enough to be its own piece of text.
+
+### CUDA
+
+```bash
+# not a heading: a shell comment inside a fence
+pip install vllm
+```
+
+CUDA needs a recent driver; the wheel is built against CUDA 12.8 and runs on any newer one.
+
+### ROCm
+
+ROCm builds from source.
+
+## CPU
+
+CPU builds from source as well; AVX-512 makes it much faster on servers.
+"""
+
+
+def test_markdown_heading_path_in_context() -> None:
+    """Chunks carry the heading path of the headings enclosing them but not inside them."""
+    chunks = chunk_markdown(MARKDOWN, 2000, target_size=200)
+    check_chunks(MARKDOWN, chunks, 2000, 200)
+    by_start = {MARKDOWN[c.start:c.end].split("\n", 1)[0]: c.context for c in chunks}
+    assert by_start["### CUDA"] == "Installation > GPU"
+    assert by_start["## CPU"] == "Installation"
+    assert by_start["# Installation"] == ""
+    assert on_line_starts(MARKDOWN, chunks)
+
+
+def test_markdown_hash_inside_fence_is_not_a_heading() -> None:
+    """A ``#`` line inside a fenced block neither starts a chunk nor enters the path."""
+    chunks = chunk_markdown(MARKDOWN, 2000, target_size=120)
+    check_chunks(MARKDOWN, chunks, 2000, 120)
+    assert all("shell comment" not in c.context for c in chunks)
+    holder = next(c for c in chunks if "# not a heading" in MARKDOWN[c.start:c.end])
+    assert "```bash" in MARKDOWN[holder.start:holder.end]  # the fence stayed whole
+    continuation = next(c for c in chunks if MARKDOWN[c.start:c.end].startswith("CUDA needs"))
+    assert continuation.context == "Installation > GPU > CUDA"
+
+
+def test_small_sections_are_packed_together() -> None:
+    """Tiny sibling sections share a chunk instead of becoming heading-only chunks."""
+    text = "# Top\n\n" + "".join(f"## Part {i}\n\nShort text {i}.\n\n" for i in range(40))
+    chunks = chunk_markdown(text, 2000, target_size=300)
+    check_chunks(text, chunks, 2000, 300)
+    assert len(chunks) < 10
+    assert min(c.end - c.start for c in chunks) > 75
+
+
+def test_setext_and_front_matter() -> None:
+    """Setext underlines are headings; YAML front matter delimiters are not."""
+    text = "---\ntitle: Doc\n---\n\nGuide\n=====\n\nIntro text here.\n\nUsage\n-----\n\nRun it.\n"
+    chunks = chunk_markdown(text, 2000, target_size=20)
+    check_chunks(text, chunks, 2000, 20)
+    usage = next(c for c in chunks if text[c.start:c.end].startswith("Usage"))
+    assert usage.context == "Guide"
+    assert all("title" not in c.context for c in chunks)
+
+
+def test_rst_underlined_headings() -> None:
+    """reStructuredText headings: underline (and overline) styles give levels."""
+    text = (
+        "=====\nTitle\n=====\n\nIntro.\n\nSection\n-------\n\nBody of the section.\n\n"
+        "Sub\n~~~\n\nDeeper text here.\n\nOther\n-----\n\nMore.\n"
+    )
+    chunks = chunk_file("doc.rst", text, 2000, 25)
+    check_chunks(text, chunks, 2000, 25)
+    contexts = {text[c.start:c.end].split("\n", 1)[0]: c.context for c in chunks}
+    assert contexts["Sub"] == "Title > Section"
+    assert contexts["Other"] == "Title"
+
+
+def test_crlf_markdown() -> None:
+    """Markdown with CRLF line breaks keeps exact offsets."""
+    text = MARKDOWN.replace("\n", "\r\n")
+    chunks = chunk_markdown(text, 2000, target_size=200)
+    check_chunks(text, chunks, 2000, 200)
+    cuda = next(c for c in chunks if text[c.start:c.end].startswith("### CUDA\r\n"))
+    assert cuda.context == "Installation > GPU"
+    assert on_line_starts(text, chunks)
+
+
+def test_plain_text_paragraphs() -> None:
+    """Plain text packs paragraphs; a long line is cut between words."""
+    text = "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(10)) + "\n"
+    chunks = chunk_plain(text, 2000, 400)
+    check_chunks(text, chunks, 2000, 400)
+    assert all(text[c.start:c.end].startswith("Paragraph") for c in chunks)
+    line = "α" + " lorem ipsum" * 100_000
+    started = time.perf_counter()
+    chunks = chunk_plain(line, 2000)
+    assert time.perf_counter() - started < 5
+    check_chunks(line, chunks, 2000)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", " ", "\n\n\r\n\t \x0c", "\ufeff", "\x00", "x" * 5000, "é" * 4001 + "\n", "\t\tx\t\n"],
+    ids=["empty", "space", "blank", "bom", "nul", "long-word", "non-ascii", "tabs"],
+)
+@pytest.mark.parametrize("name", ["a.py", "a.md", "a.rst", "a.txt"])
+def test_edge_texts(name: str, text: str) -> None:
+    """Degenerate files satisfy the invariants with every chunker."""
+    for size in SIZES:
+        check_chunks(text, chunk_file(name, text, size), size)
+    if not text.strip():
+        assert chunk_file(name, text, 2000) == []
+
+
+def test_one_megabyte_line_is_fast() -> None:
+    """A 1 MB single line is chunked quickly by every chunker."""
+    text = "x = '" + "ab c" * 250_000 + "'\n"
+    for name in ("big.py", "big.md", "big.txt"):
+        started = time.perf_counter()
+        chunks = chunk_file(name, text, 2000, 800)
+        assert time.perf_counter() - started < 5
+        check_chunks(text, chunks, 2000, 800)
+
+
+def test_dispatch_and_api() -> None:
+    """File names choose the chunker; sizes are validated; everything pickles."""
+    text = "# T\n\nbody\n"
+    assert chunk_file("x/README.md", text, 100) == chunk_markdown(text, 100)
+    assert chunk_file("x/a.inc.md", text, 100) == chunk_markdown(text, 100)
+    assert chunk_file("x/a.PYI", "x = 1\n", 100) == chunk_python("x = 1\n", 100)
+    assert chunk_file("x/CMakeLists.txt", text, 100) == chunk_plain(text, 100)
+    with pytest.raises(ValueError):
+        chunk_file("a.py", text, 100, 200)
+    with pytest.raises(ValueError):
+        chunk_file("a.py", text, 0)
+    chunk = Chunk(1, 2, "ctx")
+    assert pickle.loads(pickle.dumps(chunk)) == chunk
+    assert pickle.loads(pickle.dumps(chunk_file)) is chunk_file
+    with pytest.raises(AttributeError):
+        chunk.start = 3  # type: ignore[misc]
+
+
+# -- properties -----------------------------------------------------------------------------
+
+NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
+WORDS = st.text(
+    alphabet=st.sampled_from("abcxyzé€😀_ \t"), min_size=0, max_size=30
+).map(lambda s: s.replace("\t", " "))
+NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@st.composite
+def python_blocks(draw: st.DrawFn, depth: int = 0) -> list[str]:
+    """Lines of a syntactically valid Python block (relative indentation)."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 5 if depth else 8))):
+        kind = draw(st.sampled_from(["assign", "comment", "blank", "doc", "def", "class", "if"]))
+        if kind == "assign":
+            lines.append(f"{draw(NAMES)} = {draw(WORDS)!r}")
+        elif kind == "comment":
+            lines.append(f"# {draw(WORDS)}")
+        elif kind == "blank":
+            lines.append("")
+        elif kind == "doc":
+            lines.append(repr(draw(WORDS)))
+        elif depth < 3:
+            if kind != "if" and draw(st.booleans()):
+                lines.append(f"@{draw(NAMES)}")
+            header = {"def": f"def {draw(NAMES)}(x):", "class": f"class {draw(NAMES)}:"}
+            lines.append(header.get(kind, f"if {draw(NAMES)}:"))
+            body = draw(python_blocks(depth + 1))
+            if all(not line.strip() or line.lstrip().startswith("#") for line in body):
+                body.append("pass")
+            lines.extend("    " + line if line else "" for line in body)
+    return lines
+
+
+@st.composite
+def python_sources(draw: st.DrawFn) -> str:
+    """Valid Python text with mixed line breaks and an optional BOM."""
+    newline = draw(NEWLINES)
+    text = newline.join(draw(python_blocks())) + draw(st.sampled_from(["", newline]))
+    return draw(st.sampled_from(["", "\ufeff"])) + text
+
+
+MARKDOWN_LINES = st.one_of(
+    st.builds(lambda n, w: "#" * n + " " + w, st.integers(1, 7), WORDS),
+    st.sampled_from(["```", "~~~", "```python", "# in fence?", "", "", "---", "===", "- item"]),
+    WORDS,
+    st.builds(lambda w, k: (w + " ") * k, WORDS, st.integers(1, 40)),
+)
+
+
+@st.composite
+def markdown_sources(draw: st.DrawFn) -> str:
+    """Markdown-like text: headings, fences, setext lines, paragraphs, long lines."""
+    return draw(NEWLINES).join(draw(st.lists(MARKDOWN_LINES, max_size=60)))
+
+
+ANY_TEXT = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from("\r\n\x00 \t#`=-\ufeff")), max_size=400
+)
+
+
+def check_all_sizes(text: str, chunker: Callable[..., list[Chunk]]) -> None:
+    """Check the invariants for several max sizes and targets."""
+    for size in SIZES:
+        for target in {size, max(1, size // 3)}:
+            check_chunks(text, chunker(text, size, target), size, target)
+
+
+@PROPERTY_SETTINGS
+@given(python_sources())
+def test_property_python(text: str) -> None:
+    """Generated valid Python: invariants, and boundaries on line starts."""
+    check_all_sizes(text, chunk_python)
+    longest = max(len(line) for line in text.lstrip("\ufeff").splitlines() or [""])
+    for size in SIZES:
+        if longest + 2 < size:
+            chunks = chunk_python(text, size)
+            assert on_line_starts(text, chunks) or text.startswith("\ufeff")
+
+
+@PROPERTY_SETTINGS
+@given(markdown_sources())
+def test_property_markdown(text: str) -> None:
+    """Generated Markdown: invariants for Markdown and rst."""
+    check_all_sizes(text, chunk_markdown)
+    check_all_sizes(text, lambda *a: chunk_file("a.rst", *a))
+
+
+@PROPERTY_SETTINGS
+@given(ANY_TEXT)
+def test_property_any_text(text: str) -> None:
+    """Arbitrary Unicode with CR, LF and NUL: invariants for every chunker."""
+    for name in ("a.py", "a.md", "a.rst", "a.txt"):
+        check_all_sizes(text, lambda *a, n=name: chunk_file(n, *a))
+
+
+# -- the real corpus ------------------------------------------------------------------------
+
+
+def test_corpus_invariants() -> None:
+    """Every file of the vLLM corpus satisfies the invariants (needs ``make data``)."""
+    if not CORPUS.is_dir():
+        pytest.fail(f"corpus missing at {CORPUS}: run `make data` first")
+    files = []
+    for folder, _, names in os.walk(CORPUS):
+        for name in names:
+            if name.endswith((".py", ".md", ".txt")):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as handle:
+                    files.append((path, handle.read()))
+    assert len(files) > 1900
+    started = time.perf_counter()
+    for target in (2000, 800):
+        for path, text in files:
+            check_chunks(text, chunk_file(path, text, 2000, target), 2000, target)
+    assert time.perf_counter() - started < 60
