@@ -55,13 +55,15 @@ def main() -> None:
                 params = IndexParams(args.max, target, k1, b, not args.no_stopwords)
                 with tempfile.TemporaryDirectory() as tmp:
                     t0 = time.perf_counter()
-                    report = build_index(CORPUS, Path(tmp), params, display_root="data/raw/vllm-0.10.1",
-                                         progress=False)
+                    report = build_index(CORPUS, Path(tmp), params, display_root="data/raw/vllm-0.10.1", progress=False)
                     built = time.perf_counter() - t0
                     recall = score(Retriever.open(Path(tmp)))
                 cells = [" / ".join(f"{recall[s][k]:.2f}" for k in (1, 3, 5, 10)) for s in ("docs", "code")]
-                print(f"| {target} | {k1} | {b} | {params.stopwords} | {cells[0]} | {cells[1]} "
-                      f"| {report.chunks} | {built:.1f} |", flush=True)
+                print(
+                    f"| {target} | {k1} | {b} | {params.stopwords} | {cells[0]} | {cells[1]} "
+                    f"| {report.chunks} | {built:.1f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> CliResult:
         text=True,
         timeout=timeout,
         env=env,
+        check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

@@ -10,20 +10,17 @@ from pathlib import Path
 
 import fastrag._core
 import pytest
-from fastrag.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fastrag.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
+
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "raw" / "vllm-0.10.1"
 SIZES = (50, 300, 2000)
-PROPERTY_SETTINGS = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def check_chunks(
-    text: str, chunks: list[Chunk], max_chunk_size: int, target_size: int | None = None
-) -> None:
+def check_chunks(text: str, chunks: list[Chunk], max_chunk_size: int, target_size: int | None = None) -> None:
     """Assert every invariant the chunkers promise."""
     target = max_chunk_size if target_size is None else target_size
     previous = 0
@@ -32,9 +29,9 @@ def check_chunks(
         assert isinstance(chunk, Chunk)
         assert previous <= chunk.start < chunk.end <= len(text), (previous, chunk)
         assert chunk.end - chunk.start <= target <= max_chunk_size, chunk
-        assert text[chunk.start:chunk.end].strip(), f"whitespace-only chunk {chunk}"
+        assert text[chunk.start : chunk.end].strip(), f"whitespace-only chunk {chunk}"
         assert isinstance(chunk.context, str)
-        gaps.append(text[previous:chunk.start])
+        gaps.append(text[previous : chunk.start])
         previous = chunk.end
     gaps.append(text[previous:])
     uncovered = "".join(gaps).strip()
@@ -44,7 +41,7 @@ def check_chunks(
 
 def spans(text: str, chunks: list[Chunk]) -> list[str]:
     """The text of every chunk."""
-    return [text[c.start:c.end] for c in chunks]
+    return [text[c.start : c.end] for c in chunks]
 
 
 def on_line_starts(text: str, chunks: list[Chunk]) -> bool:
@@ -130,19 +127,15 @@ def test_nested_def_context_holds_every_enclosing_signature() -> None:
     """A chunk inside a method inside a class gets both signatures as context."""
     chunks = chunk_python(MODULE, 2000, target_size=120)
     check_chunks(MODULE, chunks, 2000, 120)
-    inner = next(c for c in chunks if "total += i * value" in MODULE[c.start:c.end])
+    inner = next(c for c in chunks if "total += i * value" in MODULE[c.start : c.end])
     assert inner.context == (
-        "class Engine(Base, metaclass=Meta):\n"
-        "def start(self, x: int) -> str:\n"
-        "def helper(y: int) -> int:"
+        "class Engine(Base, metaclass=Meta):\ndef start(self, x: int) -> str:\ndef helper(y: int) -> int:"
     )
 
 
 def test_multiline_signature_is_collapsed_in_context() -> None:
     """A signature over several lines becomes one line of context."""
-    source = "def f(\n    a: int,\n    b: int,\n) -> int:\n" + "".join(
-        f"    v{i} = a + b + {i}\n" for i in range(20)
-    )
+    source = "def f(\n    a: int,\n    b: int,\n) -> int:\n" + "".join(f"    v{i} = a + b + {i}\n" for i in range(20))
     chunks = chunk_python(source, 2000, target_size=150)
     check_chunks(source, chunks, 2000, 150)
     assert chunks[0].context == ""
@@ -256,7 +249,7 @@ def test_markdown_heading_path_in_context() -> None:
     """Chunks carry the heading path of the headings enclosing them but not inside them."""
     chunks = chunk_markdown(MARKDOWN, 2000, target_size=200)
     check_chunks(MARKDOWN, chunks, 2000, 200)
-    by_start = {MARKDOWN[c.start:c.end].split("\n", 1)[0]: c.context for c in chunks}
+    by_start = {MARKDOWN[c.start : c.end].split("\n", 1)[0]: c.context for c in chunks}
     assert by_start["### CUDA"] == "Installation > GPU"
     assert by_start["## CPU"] == "Installation"
     assert by_start["# Installation"] == ""
@@ -268,9 +261,9 @@ def test_markdown_hash_inside_fence_is_not_a_heading() -> None:
     chunks = chunk_markdown(MARKDOWN, 2000, target_size=120)
     check_chunks(MARKDOWN, chunks, 2000, 120)
     assert all("shell comment" not in c.context for c in chunks)
-    holder = next(c for c in chunks if "# not a heading" in MARKDOWN[c.start:c.end])
-    assert "```bash" in MARKDOWN[holder.start:holder.end]  # the fence stayed whole
-    continuation = next(c for c in chunks if MARKDOWN[c.start:c.end].startswith("CUDA needs"))
+    holder = next(c for c in chunks if "# not a heading" in MARKDOWN[c.start : c.end])
+    assert "```bash" in MARKDOWN[holder.start : holder.end]  # the fence stayed whole
+    continuation = next(c for c in chunks if MARKDOWN[c.start : c.end].startswith("CUDA needs"))
     assert continuation.context == "Installation > GPU > CUDA"
 
 
@@ -288,7 +281,7 @@ def test_setext_and_front_matter() -> None:
     text = "---\ntitle: Doc\n---\n\nGuide\n=====\n\nIntro text here.\n\nUsage\n-----\n\nRun it.\n"
     chunks = chunk_markdown(text, 2000, target_size=20)
     check_chunks(text, chunks, 2000, 20)
-    usage = next(c for c in chunks if text[c.start:c.end].startswith("Usage"))
+    usage = next(c for c in chunks if text[c.start : c.end].startswith("Usage"))
     assert usage.context == "Guide"
     assert all("title" not in c.context for c in chunks)
 
@@ -301,7 +294,7 @@ def test_rst_underlined_headings() -> None:
     )
     chunks = chunk_file("doc.rst", text, 2000, 25)
     check_chunks(text, chunks, 2000, 25)
-    contexts = {text[c.start:c.end].split("\n", 1)[0]: c.context for c in chunks}
+    contexts = {text[c.start : c.end].split("\n", 1)[0]: c.context for c in chunks}
     assert contexts["Sub"] == "Title > Section"
     assert contexts["Other"] == "Title"
 
@@ -311,7 +304,7 @@ def test_crlf_markdown() -> None:
     text = MARKDOWN.replace("\n", "\r\n")
     chunks = chunk_markdown(text, 2000, target_size=200)
     check_chunks(text, chunks, 2000, 200)
-    cuda = next(c for c in chunks if text[c.start:c.end].startswith("### CUDA\r\n"))
+    cuda = next(c for c in chunks if text[c.start : c.end].startswith("### CUDA\r\n"))
     assert cuda.context == "Installation > GPU"
     assert on_line_starts(text, chunks)
 
@@ -321,7 +314,7 @@ def test_plain_text_paragraphs() -> None:
     text = "\n\n".join(f"Paragraph {i} " + "word " * 30 for i in range(10)) + "\n"
     chunks = chunk_plain(text, 2000, 400)
     check_chunks(text, chunks, 2000, 400)
-    assert all(text[c.start:c.end].startswith("Paragraph") for c in chunks)
+    assert all(text[c.start : c.end].startswith("Paragraph") for c in chunks)
     line = "α" + " lorem ipsum" * 100_000
     started = time.perf_counter()
     chunks = chunk_plain(line, 2000)
@@ -374,9 +367,7 @@ def test_dispatch_and_api() -> None:
 # -- properties -----------------------------------------------------------------------------
 
 NEWLINES = st.sampled_from(["\n", "\r\n", "\r"])
-WORDS = st.text(
-    alphabet=st.sampled_from("abcxyzé€😀_ \t"), min_size=0, max_size=30
-).map(lambda s: s.replace("\t", " "))
+WORDS = st.text(alphabet=st.sampled_from("abcxyzé€😀_ \t"), min_size=0, max_size=30).map(lambda s: s.replace("\t", " "))
 NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
 
 
@@ -428,9 +419,7 @@ def markdown_sources(draw: st.DrawFn) -> str:
     return draw(NEWLINES).join(draw(st.lists(MARKDOWN_LINES, max_size=60)))
 
 
-ANY_TEXT = st.text(
-    alphabet=st.one_of(st.characters(), st.sampled_from("\r\n\x00 \t#`=-\ufeff")), max_size=400
-)
+ANY_TEXT = st.text(alphabet=st.one_of(st.characters(), st.sampled_from("\r\n\x00 \t#`=-\ufeff")), max_size=400)
 
 
 def check_all_sizes(text: str, chunker: Callable[..., list[Chunk]]) -> None:

@@ -57,8 +57,9 @@ def test_index_search_dataset_evaluate(indexed: Path) -> None:
     assert payload["search_results"][1]["question"] == SAMPLING_TRUTH["question_str"]
     assert all(len(r["retrieved_sources"]) <= 5 for r in payload["search_results"])
 
-    scored = run_cli("evaluate", "--student_search_results_path", str(out_file), "--dataset_path", str(dataset),
-                     cwd=indexed)
+    scored = run_cli(
+        "evaluate", "--student_search_results_path", str(out_file), "--dataset_path", str(dataset), cwd=indexed
+    )
     assert scored.code == 0, scored.err
     assert "recall@1: 1.000" in scored.out
 
@@ -170,8 +171,9 @@ def test_save_directory_that_is_a_file(indexed: Path) -> None:
 def test_output_never_overwrites_its_input(indexed: Path) -> None:
     dataset = write_dataset(indexed / "out" / "dataset_docs_x.json", [LORA_TRUTH])
     before = dataset.read_text()
-    result = run_cli("search_dataset", "--dataset_path", str(dataset), "--save_directory", str(dataset.parent),
-                     cwd=indexed)
+    result = run_cli(
+        "search_dataset", "--dataset_path", str(dataset), "--save_directory", str(dataset.parent), cwd=indexed
+    )
     assert_one_line_error(result, code=1)
     assert dataset.read_text() == before
 
@@ -220,6 +222,7 @@ def test_evaluate_against_unanswered_dataset(indexed: Path) -> None:
     dataset = write_dataset(indexed / "sets/dataset_docs_q.json", [{"question_id": "a", "question": "lora?"}])
     assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
     results = indexed / "data/output/search_results/dataset_docs_q.json"
-    result = run_cli("evaluate", "--student_search_results_path", str(results), "--dataset_path", str(dataset),
-                     cwd=indexed)
+    result = run_cli(
+        "evaluate", "--student_search_results_path", str(results), "--dataset_path", str(dataset), cwd=indexed
+    )
     assert_one_line_error(result, code=1)

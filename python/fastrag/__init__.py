@@ -20,15 +20,16 @@ _EXPORTS = {
     "Hit": "fastrag.retrieve",
     "Retriever": "fastrag.retrieve",
     "IndexParams": "fastrag.index",
-    "LoadedIndex": "fastrag.index",
+    "LoadedIndex": "fastrag.generations",
     "build_index": "fastrag.index",
-    "load_index": "fastrag.index",
+    "load_index": "fastrag.generations",
     "UserError": "fastrag.errors",
 }
 
 if TYPE_CHECKING:
     from fastrag.errors import UserError
-    from fastrag.index import IndexParams, LoadedIndex, build_index, load_index
+    from fastrag.generations import LoadedIndex, load_index
+    from fastrag.index import IndexParams, build_index
     from fastrag.retrieve import Hit, Retriever
 
 

@@ -171,7 +171,7 @@ class Commands:
                 for s in q.sources:
                     print(f"    truth:     {s.file_path}:{s.first_character_index}-{s.last_character_index}")
                 got = by_id.get(qid)
-                for s in (got.retrieved_sources[:3] if got else []):
+                for s in got.retrieved_sources[:3] if got else []:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
 
 

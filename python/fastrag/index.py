@@ -1,25 +1,15 @@
-"""Build, update and load the index: corpus → chunks → lexical index, on disk as generations.
+"""Build and update the index: corpus → chunks → lexical index → a new generation.
 
-Layout under the index directory::
-
-    CURRENT            name of the live generation (replaced atomically)
-    gen-<id>/          one complete index, never modified once published
-        manifest.json  format version, parameters, counts
-        chunks.json    the chunk table: display path per file, file/start/end per chunk
-        files.json     per-file fingerprints and chunks, the cache of incremental indexing
-        bm25.bin       the native BM25 index (magic, version, checksum)
-
-A new index is written into a fresh generation folder and published by replacing
-``CURRENT``; a crash at any point leaves the previous generation live and intact. The
-previous generation is kept one round longer so that a reader that has just read ``CURRENT``
-can still load it.
+Incremental: a file whose size and modification time are unchanged is not read again; one
+whose content hash is unchanged is not chunked again. BM25 is refitted over all chunks since
+its statistics (idf, average length) are global. Changing any :class:`IndexParams` field
+rebuilds everything. See :mod:`fastrag.generations` for the on-disk layout.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -31,14 +21,13 @@ from tqdm import tqdm
 
 from fastrag import _core
 from fastrag.chunking import Chunk, chunk_file
+from fastrag.chunking.bridges import with_bridges
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE
 from fastrag.corpus import FileEntry, Skipped, content_hash, decode, walk
 from fastrag.errors import UserError
-from fastrag.storage import fsync_dir, write_bytes_atomic, write_json_atomic
+from fastrag.generations import FORMAT_VERSION, current_generation, publish
+from fastrag.storage import write_json_atomic
 
-#: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
-FORMAT_VERSION = 1
-CURRENT_FILE = "CURRENT"
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
 POOL_THRESHOLD = 64
 
@@ -52,6 +41,7 @@ class IndexParams:
     k1: float = BM25_K1
     b: float = BM25_B
     stopwords: bool = True
+    bridges: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as a JSON-ready dict."""
@@ -61,6 +51,7 @@ class IndexParams:
             "k1": self.k1,
             "b": self.b,
             "stopwords": self.stopwords,
+            "bridges": self.bridges,
         }
 
 
@@ -158,14 +149,14 @@ def build_index(
     )
     if chunked == 0 and removed == 0 and fingerprints_same:
         report.up_to_date = True
-        report.path = _current_generation(index_dir)
+        report.path = current_generation(index_dir)
         report.seconds = time.perf_counter() - started
         return report
 
     ordered = [records[k] for k in sorted(records)]
     docs = list(_indexed_texts(repo_path, ordered))
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords)
-    report.path = _publish(index_dir, ordered, bm25, params, root, repo_path)
+    report.path = publish(index_dir, lambda staging: _write_generation(staging, ordered, bm25, params, root, repo_path))
     report.seconds = time.perf_counter() - started
     return report
 
@@ -187,7 +178,7 @@ def _chunk_files(
     workers: int | None,
 ) -> Iterator[tuple[FileEntry, FileRecord | Skipped]]:
     """Read and chunk ``entries``, in worker processes when there are many."""
-    jobs = [(str(repo_path / e.rel_path), e, params.max_chunk_size, params.target_size) for e in entries]
+    jobs = [(str(repo_path / e.rel_path), e, params) for e in entries]
     bar = tqdm(total=len(jobs), desc="chunking", unit="file", disable=not progress or not jobs)
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
     try:
@@ -204,9 +195,9 @@ def _chunk_files(
         bar.close()
 
 
-def _chunk_one(job: tuple[str, FileEntry, int, int]) -> FileRecord | Skipped:
+def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     """Worker: read one file, fingerprint it and cut it into chunks."""
-    path, entry, max_chunk_size, target_size = job
+    path, entry, params = job
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -214,7 +205,9 @@ def _chunk_one(job: tuple[str, FileEntry, int, int]) -> FileRecord | Skipped:
     text = decode(data)
     if text is None:
         return Skipped(entry.rel_path, "binary or not UTF-8")
-    chunks = chunk_file(entry.rel_path, text, max_chunk_size, target_size)
+    chunks = chunk_file(entry.rel_path, text, params.max_chunk_size, params.target_size)
+    if params.bridges:
+        chunks = with_bridges(text, chunks, params.max_chunk_size)
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks)
 
 
@@ -223,81 +216,37 @@ def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> Iterator[s
     for record in records:
         text = (repo_path / record.rel_path).read_bytes().decode("utf-8")
         for c in record.chunks:
-            yield f"{record.rel_path}\n{c.context}\n{text[c.start:c.end]}"
+            yield f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}"
 
 
-def _publish(
-    index_dir: Path,
-    records: list[FileRecord],
-    bm25: _core.Bm25Index,
-    params: IndexParams,
-    root: str,
-    repo_path: Path,
-) -> Path:
-    """Write a new generation and make it the live one; return its folder."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
-    staging = index_dir / f".{gen_id}.tmp"
-    staging.mkdir()
-    try:
-        bm25.save(str(staging / "bm25.bin"))
-        table = {
-            "paths": [f"{root}/{r.rel_path}" if root else r.rel_path for r in records],
-            "file": [i for i, r in enumerate(records) for _ in r.chunks],
-            "start": [c.start for r in records for c in r.chunks],
-            "end": [c.end for r in records for c in r.chunks],
-        }
-        write_json_atomic(staging / "chunks.json", table)
-        write_json_atomic(staging / "files.json", {r.rel_path: r.to_json() for r in records})
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "repo_path": str(repo_path.resolve()),
-            "display_root": root,
-            "params": params.as_dict(),
-            "files": len(records),
-            "chunks": len(table["start"]),
-        }
-        write_json_atomic(staging / "manifest.json", manifest, indent=2)
-        fsync_dir(staging)
-        final = index_dir / gen_id
-        os.replace(staging, final)
-        write_bytes_atomic(index_dir / CURRENT_FILE, gen_id.encode())
-        fsync_dir(index_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _prune(index_dir, keep={gen_id, *_previous_ids(index_dir, gen_id)})
-    return final
-
-
-def _previous_ids(index_dir: Path, newest: str) -> list[str]:
-    """The generation published just before ``newest`` (kept for readers mid-load)."""
-    gens = sorted(p.name for p in index_dir.glob("gen-*") if p.is_dir() and p.name != newest)
-    return gens[-1:]
-
-
-def _prune(index_dir: Path, keep: set[str]) -> None:
-    """Remove generations and abandoned staging folders other than ``keep``."""
-    for path in index_dir.iterdir():
-        stale_gen = path.name.startswith("gen-") and path.name not in keep
-        stale_tmp = path.name.startswith(".gen-") and path.name.endswith(".tmp")
-        if path.is_dir() and (stale_gen or stale_tmp):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _current_generation(index_dir: Path) -> Path | None:
-    try:
-        name = (index_dir / CURRENT_FILE).read_text().strip()
-    except OSError:
-        return None
-    path = index_dir / name
-    return path if name.startswith("gen-") and path.is_dir() else None
+def _write_generation(
+    staging: Path, records: list[FileRecord], bm25: _core.Bm25Index, params: IndexParams, root: str, repo_path: Path
+) -> None:
+    """Write every file of a generation into ``staging``."""
+    bm25.save(str(staging / "bm25.bin"))
+    table: dict[str, list[Any]] = {
+        "paths": [f"{root}/{r.rel_path}" if root else r.rel_path for r in records],
+        "file": [i for i, r in enumerate(records) for _ in r.chunks],
+        "start": [c.start for r in records for c in r.chunks],
+        "end": [c.end for r in records for c in r.chunks],
+    }
+    write_json_atomic(staging / "chunks.json", table)
+    write_json_atomic(staging / "files.json", {r.rel_path: r.to_json() for r in records})
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "repo_path": str(repo_path.resolve()),
+        "display_root": root,
+        "params": params.as_dict(),
+        "files": len(records),
+        "chunks": len(table["start"]),
+    }
+    write_json_atomic(staging / "manifest.json", manifest, indent=2)
 
 
 def _load_previous(index_dir: Path, params: IndexParams, root: str) -> dict[str, FileRecord]:
     """The file cache of the live generation, if it was built compatibly; else empty."""
-    gen = _current_generation(index_dir)
+    gen = current_generation(index_dir)
     if gen is None:
         return {}
     try:
@@ -312,57 +261,3 @@ def _load_previous(index_dir: Path, params: IndexParams, root: str) -> dict[str,
         return {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
     except (OSError, ValueError, TypeError, KeyError):
         return {}
-
-
-# --------------------------------------------------------------------------- loading
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkTable:
-    """Where every chunk of the index lies: file path and ``[start, end)`` offsets."""
-
-    paths: list[str]
-    file: list[int]
-    start: list[int]
-    end: list[int]
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    def span(self, chunk_id: int) -> tuple[str, int, int]:
-        """``(file_path, first_character_index, last_character_index)`` of a chunk."""
-        return self.paths[self.file[chunk_id]], self.start[chunk_id], self.end[chunk_id]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedIndex:
-    """A generation loaded for searching."""
-
-    path: Path
-    manifest: dict[str, Any]
-    chunks: ChunkTable
-    bm25: _core.Bm25Index
-
-
-def load_index(index_dir: Path) -> LoadedIndex:
-    """Load the live generation of ``index_dir``; a clear :class:`UserError` when impossible."""
-    hint = "run `python -m fastrag index` to build it"
-    gen = _current_generation(index_dir)
-    if gen is None:
-        raise UserError(f"no index in {index_dir}: {hint}")
-    try:
-        manifest = json.loads((gen / "manifest.json").read_text())
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise UserError(f"the index in {index_dir} has an older format: {hint} again")
-        raw = json.loads((gen / "chunks.json").read_text())
-        table = ChunkTable(raw["paths"], raw["file"], raw["start"], raw["end"])
-        bm25 = _core.Bm25Index.load(str(gen / "bm25.bin"))
-    except UserError:
-        raise
-    except _core.IndexFormatError as exc:
-        raise UserError(f"the index in {index_dir} is damaged ({exc})") from exc
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise UserError(f"the index in {index_dir} is unreadable ({exc}): {hint} again") from exc
-    if bm25.num_docs != len(table) or not (len(table.file) == len(table.end) == len(table)):
-        raise UserError(f"the index in {index_dir} is inconsistent: {hint} again")
-    return LoadedIndex(gen, manifest, table, bm25)

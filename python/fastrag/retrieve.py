@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.config import DEFAULT_INDEX_DIR
-from fastrag.index import LoadedIndex, load_index
+from fastrag.generations import LoadedIndex, load_index
 from fastrag.lexical import LexicalSearcher
 
 
@@ -19,6 +19,12 @@ class Hit:
     start: int
     end: int
     score: float
+
+
+#: Candidates fetched per result wanted, so that de-duplication can still fill ``k``.
+OVERFETCH = 3
+#: Two spans of a file are duplicates when they share more than this share of the shorter.
+OVERLAP = 0.3
 
 
 class Retriever:
@@ -42,5 +48,23 @@ class Retriever:
         if k <= 0:
             return [[] for _ in queries]
         chunks = self.index.chunks
-        ranked = self.lexical.search_many([q if q.strip() else "" for q in queries], k)
-        return [[Hit(*chunks.span(cid), score) for cid, score in hits] for hits in ranked]
+        ranked = self.lexical.search_many([q if q.strip() else "" for q in queries], k * OVERFETCH)
+        return [distinct([Hit(*chunks.span(cid), score) for cid, score in hits], k) for hits in ranked]
+
+
+def distinct(hits: list[Hit], k: int) -> list[Hit]:
+    """The first ``k`` hits, skipping any that mostly overlaps a better hit of the same file."""
+    kept: list[Hit] = []
+    for hit in hits:
+        if not any(_overlaps(hit, other) for other in kept):
+            kept.append(hit)
+            if len(kept) == k:
+                break
+    return kept
+
+
+def _overlaps(a: Hit, b: Hit) -> bool:
+    if a.file_path != b.file_path:
+        return False
+    inter = min(a.end, b.end) - max(a.start, b.start)
+    return inter > OVERLAP * min(a.end - a.start, b.end - b.start)

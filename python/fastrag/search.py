@@ -16,7 +16,9 @@ BATCH = 256
 
 def to_sources(hits: list[Hit]) -> list[MinimalSource]:
     """Hits as the spec's sources."""
-    return [MinimalSource(file_path=h.file_path, first_character_index=h.start, last_character_index=h.end) for h in hits]
+    return [
+        MinimalSource(file_path=h.file_path, first_character_index=h.start, last_character_index=h.end) for h in hits
+    ]
 
 
 def search_dataset(
@@ -35,8 +37,9 @@ def search_dataset(
         for lo in range(0, len(questions), BATCH):
             batch = questions[lo : lo + BATCH]
             for q, hits in zip(batch, retriever.search_many([q.question for q in batch], k)):
+                sources = to_sources(hits)
                 results.append(
-                    MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(hits))
+                    MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=sources)
                 )
             bar.update(len(batch))
     write_results(target, StudentSearchResults(search_results=results, k=k))

@@ -26,9 +26,7 @@ _PYTHON = frozenset({".py", ".pyi"})
 _MARKDOWN = frozenset({".md", ".markdown"})
 
 
-def chunk_file(
-    path: str, text: str, max_chunk_size: int, target_size: int | None = None
-) -> list[Chunk]:
+def chunk_file(path: str, text: str, max_chunk_size: int, target_size: int | None = None) -> list[Chunk]:
     """Chunk ``text``, the content of ``path``, with the chunker its file name calls for."""
     ext = os.path.splitext(path)[1].lower()
     if ext in _PYTHON:

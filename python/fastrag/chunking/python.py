@@ -71,11 +71,7 @@ def _end_line(node: _Node) -> int:
 
 def _is_docstring(node: _Node) -> bool:
     """Whether ``node`` is a string-literal expression statement."""
-    return (
-        isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
 class _PythonPacker(Packer):
@@ -139,7 +135,7 @@ class _PythonPacker(Packer):
     def signature(self, node: _Node, first: _Node) -> str:
         """Header text of a ``class``/``def`` without decorators, whitespace collapsed."""
         start = self._line(node.lineno)[0]
-        header = " ".join(self.text[start:self.header_end(node, first)].split())
+        header = " ".join(self.text[start : self.header_end(node, first)].split())
         return header[:_SIGNATURE_LIMIT]
 
     def pieces(self, nodes: list[_Node], bounds: list[int], ctx: str) -> list[Piece]:

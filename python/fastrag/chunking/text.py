@@ -89,9 +89,7 @@ def resolve_target(max_chunk_size: int, target_size: int | None) -> int:
     if target_size is None:
         return max_chunk_size
     if not 1 <= target_size <= max_chunk_size:
-        raise ValueError(
-            f"target_size must lie in 1..max_chunk_size={max_chunk_size}, got {target_size}"
-        )
+        raise ValueError(f"target_size must lie in 1..max_chunk_size={max_chunk_size}, got {target_size}")
     return target_size
 
 
@@ -200,7 +198,7 @@ class Packer:
         sub = self.split(piece)
         if len(sub) < 2:
             return False
-        self.pack(run[:index] + sub + run[index + 1:])
+        self.pack(run[:index] + sub + run[index + 1 :])
         return True
 
     # -- splitting ------------------------------------------------------------------------
@@ -224,7 +222,7 @@ class Packer:
                 bounds = self.paragraph_bounds(start, end)
             elif level == LINES:
                 ls = self.line_starts
-                bounds = [start, *ls[bisect_right(ls, start):bisect_left(ls, end)], end]
+                bounds = [start, *ls[bisect_right(ls, start) : bisect_left(ls, end)], end]
             elif level == WORDS:
                 starts = [m.start() for m in _WORD.finditer(self.text, start, end)]
                 if not starts:
@@ -241,9 +239,7 @@ class Packer:
                 break
             level += 1
         level += 1
-        out: list[Piece] = [
-            (a, b, rest_ctx, rest_ctx, level) for a, b in pairwise(bounds)
-        ]
+        out: list[Piece] = [(a, b, rest_ctx, rest_ctx, level) for a, b in pairwise(bounds)]
         out[0] = (bounds[0], bounds[1], first_ctx, rest_ctx, level)
         return out
 
@@ -280,9 +276,7 @@ def _balanced(bounds: list[int], target: int) -> list[int]:
     first, last = bounds[0], bounds[-1]
     if parts == 2:
         j = bisect_left(bounds, first + (last - first) // 2, 1, len(bounds) - 1)
-        if j > 1 and max(bounds[j - 1] - first, last - bounds[j - 1]) <= max(
-            bounds[j] - first, last - bounds[j]
-        ):
+        if j > 1 and max(bounds[j - 1] - first, last - bounds[j - 1]) <= max(bounds[j] - first, last - bounds[j]):
             j -= 1
         return [0, j, len(bounds) - 1]
     low = -(-(last - first) // parts)
@@ -451,7 +445,7 @@ class _MarkdownPacker(Packer):
                 fence = _FENCE.match(text, start, end)
                 if fence is not None:
                     marker = fence.group(1)
-                    if marker[0] != "`" or "`" not in text[fence.end():end]:
+                    if marker[0] != "`" or "`" not in text[fence.end() : end]:
                         fence_char, fence_len = marker[0], len(marker)
                         paragraphs.append(start)
                         prev_blank = False
@@ -459,7 +453,7 @@ class _MarkdownPacker(Packer):
                         continue
                 atx = _ATX.match(text, start, end)
                 if atx is not None:
-                    raw = text[atx.end():end].strip()
+                    raw = text[atx.end() : end].strip()
                     raw = _ATX_CLOSE.sub("", raw)
                     headings.append((start, len(atx.group(1)), _title(raw)))
                     paragraphs.append(start)
@@ -484,9 +478,7 @@ class _MarkdownPacker(Packer):
                     title = _title(text[title_start:start])
                     if len(rule.group(0).strip()) >= min(len(title), 3):
                         char = rule.group(1)
-                        over = prev_text - 1 > last_rule and _is_rule(
-                            text, ls, prev_text - 1, char, n
-                        )
+                        over = prev_text - 1 > last_rule and _is_rule(text, ls, prev_text - 1, char, n)
                         if over:
                             title_start = ls[prev_text - 1]
                         level = rst_levels.setdefault((char, over), len(rst_levels) + 1)
@@ -525,7 +517,7 @@ class _MarkdownPacker(Packer):
     def paragraph_bounds(self, start: int, end: int) -> list[int]:
         """Paragraph starts found by the scan (fenced code blocks stay whole)."""
         paragraphs = self._paragraphs
-        inner = paragraphs[bisect_right(paragraphs, start):bisect_left(paragraphs, end)]
+        inner = paragraphs[bisect_right(paragraphs, start) : bisect_left(paragraphs, end)]
         return [start, *inner, end]
 
     def section_pieces(self, node: _Section, ancestors: str) -> list[Piece]:
@@ -554,9 +546,7 @@ def _is_rule(text: str, ls: list[int], index: int, char: str, n: int) -> bool:
     return rule is not None and rule.group(1) == char
 
 
-def chunk_markdown(
-    text: str, max_chunk_size: int, target_size: int | None = None, *, rst: bool = False
-) -> list[Chunk]:
+def chunk_markdown(text: str, max_chunk_size: int, target_size: int | None = None, *, rst: bool = False) -> list[Chunk]:
     """Chunk Markdown (or, with ``rst=True``, reStructuredText) along its heading tree."""
     target = resolve_target(max_chunk_size, target_size)
     if not text:

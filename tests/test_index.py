@@ -1,0 +1,138 @@
+"""Index building: incremental equals full rebuild, publication is atomic, failures keep the old index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import write_repo
+from fastrag import index as index_module
+from fastrag.errors import UserError
+from fastrag.generations import load_index
+from fastrag.index import IndexParams, build_index
+from fastrag.retrieve import Retriever
+
+QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
+
+
+def snapshot(index_dir: Path) -> list[list[tuple[str, int, int, float]]]:
+    retriever = Retriever.open(index_dir)
+    ranked = retriever.search_many(QUERIES, 10)
+    return [[(h.file_path, h.start, h.end, round(h.score, 4)) for h in hits] for hits in ranked]
+
+
+def chunk_table(index_dir: Path) -> tuple[list[str], list[int], list[int], list[int]]:
+    t = load_index(index_dir).chunks
+    return t.paths, t.file, t.start, t.end
+
+
+def test_incremental_update_equals_full_rebuild(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    inc, full = tmp_path / "inc", tmp_path / "full"
+    first = build_index(repo, inc, display_root="repo", progress=False)
+    assert first.chunked == first.files and not first.up_to_date
+
+    (repo / "pkg/engine.py").write_text("class LLMEngine:\n    def step(self) -> None:\n        pass\n")
+    (repo / "docs/install.md").unlink()
+    (repo / "docs/new.md").write_text("# Speculative decoding\n\nDraft models propose tokens.\n")
+    second = build_index(repo, inc, display_root="repo", progress=False)
+    assert (second.chunked, second.removed) == (2, 1)
+    assert second.reused == second.files - 2
+
+    build_index(repo, full, display_root="repo", progress=False)
+    assert chunk_table(inc) == chunk_table(full)
+    assert snapshot(inc) == snapshot(full)
+
+
+def test_unchanged_repository_is_up_to_date(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    before = sorted(p.name for p in (tmp_path / "ix").iterdir())
+    again = build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    assert again.up_to_date and again.chunked == 0
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == before
+
+
+def test_touched_but_identical_file_is_not_rechunked(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    path = repo / "pkg/sampling.py"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    again = build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    assert again.chunked == 0 and not again.up_to_date
+
+
+def test_changed_parameters_rebuild_everything(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    small = IndexParams(max_chunk_size=100, target_size=100)
+    report = build_index(repo, tmp_path / "ix", small, display_root="repo", progress=False)
+    assert report.chunked == report.files
+    table = load_index(tmp_path / "ix").chunks
+    assert all(0 < e - s <= 100 for s, e in zip(table.start, table.end))
+
+
+def test_chunk_spans_are_real_offsets(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    table = load_index(tmp_path / "ix").chunks
+    for cid in range(len(table)):
+        path, start, end = table.span(cid)
+        text = (tmp_path / path).read_bytes().decode("utf-8")
+        assert 0 <= start < end <= len(text) and text[start:end].strip()
+
+
+def test_crash_while_publishing_keeps_previous_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    build_index(repo, ix, display_root="repo", progress=False)
+    before = snapshot(ix)
+    (repo / "pkg/extra.py").write_text("def extra_function():\n    return 42\n")
+
+    def explode(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(index_module, "write_json_atomic", explode)
+    with pytest.raises(OSError):
+        build_index(repo, ix, display_root="repo", progress=False)
+    monkeypatch.undo()
+    assert snapshot(ix) == before
+    assert not [p for p in ix.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_old_generations_are_pruned_but_previous_kept(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    for i in range(4):
+        (repo / f"pkg/gen{i}.py").write_text(f"VALUE_{i} = {i}\n")
+        build_index(repo, ix, display_root="repo", progress=False)
+    gens = sorted(p.name for p in ix.glob("gen-*"))
+    assert len(gens) == 2
+    assert (ix / "CURRENT").read_text() == gens[-1]
+
+
+def test_load_errors_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no index"):
+        load_index(tmp_path / "nothing")
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    build_index(repo, ix, display_root="repo", progress=False)
+    gen = ix / (ix / "CURRENT").read_text()
+    (gen / "bm25.bin").write_bytes(b"")
+    with pytest.raises(UserError, match="damaged|unreadable"):
+        load_index(ix)
+    shutil.rmtree(gen)
+    with pytest.raises(UserError, match="no index"):
+        load_index(ix)
+
+
+def test_binary_and_non_utf8_files_are_skipped(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    (repo / "blob.txt").write_bytes(b"\x00\x01\x02binary")
+    (repo / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    report = build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    assert sorted(s.rel_path for s in report.skipped) == ["blob.txt", "latin1.md"]
+    assert report.files == 4
