@@ -1,11 +1,30 @@
 //! PyO3 bindings of fastrag's native core, importable as `fastrag._core`.
 //!
 //! Bindings only: convert arguments, release the GIL around real work, map errors.
+//! Bad argument values raise `ValueError`, I/O failures `OSError`, unusable index files
+//! `IndexFormatError` (a `ValueError`).
 
+pub mod bm25;
 pub mod offsets;
+pub mod store;
+pub mod tokenizer;
 
-use pyo3::exceptions::PyValueError;
+use std::path::PathBuf;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+
+use crate::bm25::Bm25Params;
+use crate::tokenizer::TokenizerConfig;
+
+create_exception!(
+    fastrag._core,
+    IndexFormatError,
+    PyValueError,
+    "An index file is missing parts, corrupt, or written by an incompatible version."
+);
 
 /// Code-point offset at which every line of `text` starts (Python tokenizer line breaks).
 #[pyfunction]
@@ -28,7 +47,11 @@ fn chars_to_bytes(py: Python<'_>, text: &str, char_offsets: Vec<usize>) -> Vec<u
 /// Raises `ValueError` unless every `(first, last)` span lies inside a file of `length`
 /// characters and holds 1..=`max_chunk_size` of them.
 #[pyfunction]
-fn validate_spans(length: usize, spans: Vec<(usize, usize)>, max_chunk_size: usize) -> PyResult<()> {
+fn validate_spans(
+    length: usize,
+    spans: Vec<(usize, usize)>,
+    max_chunk_size: usize,
+) -> PyResult<()> {
     for (first, last) in spans {
         offsets::validate_span(first, last, length, max_chunk_size)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -36,12 +59,270 @@ fn validate_spans(length: usize, spans: Vec<(usize, usize)>, max_chunk_size: usi
     Ok(())
 }
 
+/// Largest `threads` accepted by `search_batch`.
+const MAX_THREADS: i64 = 1024;
+
+/// A non-negative count argument, or `ValueError`.
+fn non_negative(name: &str, value: i64) -> PyResult<usize> {
+    usize::try_from(value)
+        .map_err(|_| PyValueError::new_err(format!("{name} must be >= 0, got {value}")))
+}
+
+fn tokenizer_config(stopwords: bool, min_len: i64, parts: bool) -> PyResult<TokenizerConfig> {
+    Ok(TokenizerConfig {
+        stopwords,
+        min_len: non_negative("min_len", min_len)?,
+        parts,
+    })
+}
+
+/// Tokens of `text`: identifiers whole and split into parts, lowercased.
+#[pyfunction]
+#[pyo3(signature = (text, stopwords = true, min_len = 2, parts = true))]
+fn tokenize(
+    py: Python<'_>,
+    text: &str,
+    stopwords: bool,
+    min_len: i64,
+    parts: bool,
+) -> PyResult<Vec<String>> {
+    let cfg = tokenizer_config(stopwords, min_len, parts)?;
+    Ok(py.detach(|| tokenizer::tokenize(text, &cfg)))
+}
+
+/// [`tokenize`] of every text, on all rayon threads.
+#[pyfunction]
+#[pyo3(signature = (texts, stopwords = true, min_len = 2, parts = true))]
+fn tokenize_batch(
+    py: Python<'_>,
+    texts: Vec<PyBackedStr>,
+    stopwords: bool,
+    min_len: i64,
+    parts: bool,
+) -> PyResult<Vec<Vec<String>>> {
+    let cfg = tokenizer_config(stopwords, min_len, parts)?;
+    Ok(py.detach(|| tokenizer::tokenize_batch(&texts, &cfg)))
+}
+
+/// An immutable BM25 index over a list of documents (ids are list positions).
+#[pyclass(frozen, module = "fastrag._core")]
+struct Bm25Index {
+    inner: bm25::Bm25Index,
+}
+
+/// Checks an `allowed` mask against the index size.
+fn mask(allowed: &Option<PyBackedBytes>, num_docs: usize) -> PyResult<Option<&[u8]>> {
+    match allowed {
+        Some(m) if m.len() != num_docs => Err(PyValueError::new_err(format!(
+            "allowed must hold one byte per document ({num_docs}), got {}",
+            m.len()
+        ))),
+        Some(m) => Ok(Some(m)),
+        None => Ok(None),
+    }
+}
+
+fn unzip(hits: Vec<(u32, f32)>) -> (Vec<u32>, Vec<f32>) {
+    hits.into_iter().unzip()
+}
+
+#[pymethods]
+impl Bm25Index {
+    /// Tokenizes `docs` on all threads and builds the index.
+    #[staticmethod]
+    #[pyo3(signature = (docs, k1 = 1.2, b = 0.75, stopwords = true, min_len = 2, parts = true))]
+    fn build(
+        py: Python<'_>,
+        docs: Vec<PyBackedStr>,
+        k1: f64,
+        b: f64,
+        stopwords: bool,
+        min_len: i64,
+        parts: bool,
+    ) -> PyResult<Self> {
+        let cfg = tokenizer_config(stopwords, min_len, parts)?;
+        let inner = py
+            .detach(|| bm25::Bm25Index::build(&docs, Bm25Params { k1, b }, cfg))
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Self { inner })
+    }
+
+    /// Reads an index written by `save`.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let inner = py.detach(|| store::load(&path)).map_err(|e| match &e {
+            store::LoadError::NotFound(_) => PyFileNotFoundError::new_err(e.to_string()),
+            store::LoadError::Io(..) => PyOSError::new_err(e.to_string()),
+            store::LoadError::Format(..) => IndexFormatError::new_err(e.to_string()),
+        })?;
+        Ok(Self { inner })
+    }
+
+    /// Writes the index to `path` atomically (via `path + ".tmp"`).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| store::save(&self.inner, &path)).map_err(|e| {
+            PyOSError::new_err(format!("cannot write BM25 index {}: {e}", path.display()))
+        })
+    }
+
+    /// Top `k` documents for `query`: `(doc ids, scores)`, by score desc then id asc.
+    #[pyo3(signature = (query, k, allowed = None))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        k: i64,
+        allowed: Option<PyBackedBytes>,
+    ) -> PyResult<(Vec<u32>, Vec<f32>)> {
+        let k = non_negative("k", k)?;
+        let allowed = mask(&allowed, self.inner.num_docs())?;
+        Ok(py.detach(|| unzip(self.inner.search(query, k, allowed))))
+    }
+
+    /// `search` of every query in parallel; `threads` runs them on a dedicated pool.
+    #[pyo3(signature = (queries, k, allowed = None, threads = None))]
+    fn search_batch(
+        &self,
+        py: Python<'_>,
+        queries: Vec<PyBackedStr>,
+        k: i64,
+        allowed: Option<PyBackedBytes>,
+        threads: Option<i64>,
+    ) -> PyResult<Vec<(Vec<u32>, Vec<f32>)>> {
+        let k = non_negative("k", k)?;
+        let allowed = mask(&allowed, self.inner.num_docs())?;
+        let threads = match threads {
+            Some(n) if !(1..=MAX_THREADS).contains(&n) => {
+                let msg = format!("threads must be in 1..={MAX_THREADS}, got {n}");
+                return Err(PyValueError::new_err(msg));
+            }
+            n => n.map(|n| n as usize),
+        };
+        let run = || -> Vec<(Vec<u32>, Vec<f32>)> {
+            let hits = self.inner.search_batch(&queries, k, allowed);
+            hits.into_iter().map(unzip).collect()
+        };
+        py.detach(|| match threads {
+            None => Ok(run()),
+            Some(n) => {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build();
+                pool.map(|pool| pool.install(run))
+            }
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start a thread pool: {e}")))
+    }
+
+    /// BM25 score of each of `doc_ids` for `query` (0.0 where no query term occurs).
+    fn score_docs(&self, py: Python<'_>, query: &str, doc_ids: Vec<i64>) -> PyResult<Vec<f32>> {
+        let n = self.inner.num_docs();
+        let ids = doc_ids
+            .iter()
+            .map(|&d| match u32::try_from(d) {
+                Ok(id) if (id as usize) < n => Ok(id),
+                _ => Err(PyValueError::new_err(format!(
+                    "doc id {d} is not in 0..{n}"
+                ))),
+            })
+            .collect::<PyResult<Vec<u32>>>()?;
+        Ok(py.detach(|| self.inner.score_docs(query, &ids)))
+    }
+
+    /// IDF of the exact term `term` (0.0 if it is not in the vocabulary).
+    fn idf(&self, term: &str) -> f64 {
+        self.inner.idf(term).unwrap_or(0.0)
+    }
+
+    /// Tokens of `text` under the index's tokenizer configuration.
+    fn tokenize(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        py.detach(|| self.inner.tokenize(text))
+    }
+
+    /// Length in tokens of document `doc_id`.
+    fn doc_len(&self, doc_id: i64) -> PyResult<u32> {
+        usize::try_from(doc_id)
+            .ok()
+            .and_then(|d| self.inner.doc_len(d))
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "doc id {doc_id} is not in 0..{}",
+                    self.inner.num_docs()
+                ))
+            })
+    }
+
+    /// Number of documents.
+    #[getter]
+    fn num_docs(&self) -> usize {
+        self.inner.num_docs()
+    }
+
+    /// Number of distinct terms.
+    #[getter]
+    fn num_terms(&self) -> usize {
+        self.inner.num_terms()
+    }
+
+    /// Mean document length in tokens.
+    #[getter]
+    fn avgdl(&self) -> f64 {
+        self.inner.avgdl()
+    }
+
+    /// BM25 `k1`.
+    #[getter]
+    fn k1(&self) -> f64 {
+        self.inner.params().k1
+    }
+
+    /// BM25 `b`.
+    #[getter]
+    fn b(&self) -> f64 {
+        self.inner.params().b
+    }
+
+    /// Whether stopwords are dropped.
+    #[getter]
+    fn stopwords(&self) -> bool {
+        self.inner.tokenizer().stopwords
+    }
+
+    /// Minimum token length in characters.
+    #[getter]
+    fn min_len(&self) -> usize {
+        self.inner.tokenizer().min_len
+    }
+
+    /// Whether identifier parts are indexed.
+    #[getter]
+    fn parts(&self) -> bool {
+        self.inner.tokenizer().parts
+    }
+
+    fn __repr__(&self) -> String {
+        let (p, t) = (self.inner.params(), self.inner.tokenizer());
+        format!(
+            "Bm25Index(num_docs={}, num_terms={}, k1={}, b={}, stopwords={}, min_len={}, parts={})",
+            self.inner.num_docs(),
+            self.inner.num_terms(),
+            p.k1,
+            p.b,
+            if t.stopwords { "True" } else { "False" },
+            t.min_len,
+            if t.parts { "True" } else { "False" },
+        )
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("IndexFormatError", m.py().get_type::<IndexFormatError>())?;
     m.add_function(wrap_pyfunction!(line_starts, m)?)?;
     m.add_function(wrap_pyfunction!(bytes_to_chars, m)?)?;
     m.add_function(wrap_pyfunction!(chars_to_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(validate_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(tokenize_batch, m)?)?;
+    m.add_class::<Bm25Index>()?;
     Ok(())
 }

@@ -29,7 +29,10 @@ pub fn line_starts(text: &str) -> Vec<usize> {
 
 /// Number of code points in `text`.
 pub fn char_len(text: &str) -> usize {
-    text.as_bytes().iter().filter(|&&b| b & 0xC0 != 0x80).count()
+    text.as_bytes()
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count()
 }
 
 /// Converts sorted or unsorted byte offsets into code-point offsets in one pass over `text`.
@@ -74,16 +77,27 @@ fn byte_to_char_table(text: &str) -> Vec<usize> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpanError {
     /// `first > last`, or the span ends past the end of the file.
-    OutOfBounds { first: usize, last: usize, len: usize },
+    OutOfBounds {
+        first: usize,
+        last: usize,
+        len: usize,
+    },
     /// The span is empty or longer than the allowed chunk size.
-    BadLength { first: usize, last: usize, max: usize },
+    BadLength {
+        first: usize,
+        last: usize,
+        max: usize,
+    },
 }
 
 impl std::fmt::Display for SpanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::OutOfBounds { first, last, len } => {
-                write!(f, "span [{first}, {last}) lies outside a file of {len} characters")
+                write!(
+                    f,
+                    "span [{first}, {last}) lies outside a file of {len} characters"
+                )
             }
             Self::BadLength { first, last, max } => {
                 write!(f, "span [{first}, {last}) must hold 1..={max} characters")
@@ -94,12 +108,21 @@ impl std::fmt::Display for SpanError {
 
 /// Checks that `[first, last)` lies inside a file of `len` code points and holds
 /// `1..=max_chunk_size` of them.
-pub fn validate_span(first: usize, last: usize, len: usize, max_chunk_size: usize) -> Result<(), SpanError> {
+pub fn validate_span(
+    first: usize,
+    last: usize,
+    len: usize,
+    max_chunk_size: usize,
+) -> Result<(), SpanError> {
     if first > last || last > len {
         return Err(SpanError::OutOfBounds { first, last, len });
     }
     if last == first || last - first > max_chunk_size {
-        return Err(SpanError::BadLength { first, last, max: max_chunk_size });
+        return Err(SpanError::BadLength {
+            first,
+            last,
+            max: max_chunk_size,
+        });
     }
     Ok(())
 }

@@ -1,0 +1,103 @@
+"""Typed stub of ``fastrag._core``, fastrag's native core (Rust, PyO3).
+
+Every function that does real work releases the GIL. Bad argument values raise
+``ValueError``; I/O failures ``OSError``; unusable index files :class:`IndexFormatError`.
+"""
+
+import os
+from collections.abc import Sequence
+from typing import final
+
+__version__: str
+
+class IndexFormatError(ValueError):
+    """An index file is missing parts, corrupt, or written by an incompatible version."""
+
+def line_starts(text: str) -> list[int]:
+    """Code-point offset at which every line starts (breaks: ``\\n``, ``\\r\\n``, lone ``\\r``)."""
+
+def bytes_to_chars(text: str, byte_offsets: Sequence[int]) -> list[int]:
+    """UTF-8 byte offsets of ``text`` converted to ``str`` offsets."""
+
+def chars_to_bytes(text: str, char_offsets: Sequence[int]) -> list[int]:
+    """``str`` offsets of ``text`` converted to UTF-8 byte offsets."""
+
+def validate_spans(length: int, spans: Sequence[tuple[int, int]], max_chunk_size: int) -> None:
+    """Raise ``ValueError`` unless every ``(first, last)`` lies in ``[0, length]`` and holds
+    1..=``max_chunk_size`` characters."""
+
+def tokenize(text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True) -> list[str]:
+    """Lowercased tokens of ``text``: every identifier whole and, if it has several parts
+    (``_``, camelCase, letter/digit boundaries), each part; short tokens and stopwords dropped."""
+
+def tokenize_batch(
+    texts: Sequence[str], stopwords: bool = True, min_len: int = 2, parts: bool = True
+) -> list[list[str]]:
+    """:func:`tokenize` of every text, across threads."""
+
+@final
+class Bm25Index:
+    """An immutable BM25 index; document ids are positions in the list it was built from."""
+
+    @staticmethod
+    def build(
+        docs: Sequence[str],
+        k1: float = 1.2,
+        b: float = 0.75,
+        stopwords: bool = True,
+        min_len: int = 2,
+        parts: bool = True,
+    ) -> Bm25Index:
+        """Tokenize ``docs`` across threads and build the index."""
+
+    @staticmethod
+    def load(path: str | os.PathLike[str]) -> Bm25Index:
+        """Read an index written by :meth:`save` (``FileNotFoundError``, ``OSError``,
+        :class:`IndexFormatError`)."""
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index atomically (to ``path + ".tmp"``, then renamed)."""
+
+    def search(self, query: str, k: int, allowed: bytes | bytearray | None = None) -> tuple[list[int], list[float]]:
+        """Top ``k`` documents with a positive score, by score desc then id asc.
+
+        ``allowed``: one byte per document, nonzero where the document may be returned.
+        """
+
+    def search_batch(
+        self,
+        queries: Sequence[str],
+        k: int,
+        allowed: bytes | bytearray | None = None,
+        threads: int | None = None,
+    ) -> list[tuple[list[int], list[float]]]:
+        """:meth:`search` of every query, in parallel (``threads``: a dedicated pool)."""
+
+    def score_docs(self, query: str, doc_ids: Sequence[int]) -> list[float]:
+        """BM25 score of each document for ``query`` (0.0 where no query term occurs)."""
+
+    def idf(self, term: str) -> float:
+        """IDF of the exact term (not tokenized); 0.0 if it is not in the vocabulary."""
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of ``text`` under the index's tokenizer configuration."""
+
+    def doc_len(self, doc_id: int) -> int:
+        """Length of a document in tokens."""
+
+    @property
+    def num_docs(self) -> int: ...
+    @property
+    def num_terms(self) -> int: ...
+    @property
+    def avgdl(self) -> float: ...
+    @property
+    def k1(self) -> float: ...
+    @property
+    def b(self) -> float: ...
+    @property
+    def stopwords(self) -> bool: ...
+    @property
+    def min_len(self) -> int: ...
+    @property
+    def parts(self) -> bool: ...
