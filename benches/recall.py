@@ -46,13 +46,17 @@ def main() -> None:
     parser.add_argument("--k1", type=float, nargs="+", default=[1.2])
     parser.add_argument("--b", type=float, nargs="+", default=[0.75])
     parser.add_argument("--no-stopwords", action="store_true")
+    parser.add_argument("--no-stem", action="store_true")
+    parser.add_argument("--no-bridges", action="store_true")
     args = parser.parse_args()
-    print("| target | k1 | b | stop | docs R@1/3/5/10 | code R@1/3/5/10 | chunks | build s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| target | k1 | b | stop | stem | bridges | docs R@1/3/5/10 | code R@1/3/5/10 | chunks | build s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for target in args.target:
         for k1 in args.k1:
             for b in args.b:
-                params = IndexParams(args.max, target, k1, b, not args.no_stopwords)
+                params = IndexParams(
+                    args.max, target, k1, b, not args.no_stopwords, not args.no_stem, not args.no_bridges
+                )
                 with tempfile.TemporaryDirectory() as tmp:
                     t0 = time.perf_counter()
                     report = build_index(CORPUS, Path(tmp), params, display_root="data/raw/vllm-0.10.1", progress=False)
@@ -60,7 +64,7 @@ def main() -> None:
                     recall = score(Retriever.open(Path(tmp)))
                 cells = [" / ".join(f"{recall[s][k]:.2f}" for k in (1, 3, 5, 10)) for s in ("docs", "code")]
                 print(
-                    f"| {target} | {k1} | {b} | {params.stopwords} | {cells[0]} | {cells[1]} "
+                    f"| {target} | {k1} | {b} | {params.stopwords} | {params.stem} | {params.bridges} | {cells[0]} | {cells[1]} "
                     f"| {report.chunks} | {built:.1f} |",
                     flush=True,
                 )

@@ -68,39 +68,47 @@ fn non_negative(name: &str, value: i64) -> PyResult<usize> {
         .map_err(|_| PyValueError::new_err(format!("{name} must be >= 0, got {value}")))
 }
 
-fn tokenizer_config(stopwords: bool, min_len: i64, parts: bool) -> PyResult<TokenizerConfig> {
+fn tokenizer_config(
+    stopwords: bool,
+    min_len: i64,
+    parts: bool,
+    stem: bool,
+) -> PyResult<TokenizerConfig> {
     Ok(TokenizerConfig {
         stopwords,
         min_len: non_negative("min_len", min_len)?,
         parts,
+        stem,
     })
 }
 
 /// Tokens of `text`: identifiers whole and split into parts, lowercased.
 #[pyfunction]
-#[pyo3(signature = (text, stopwords = true, min_len = 2, parts = true))]
+#[pyo3(signature = (text, stopwords = true, min_len = 2, parts = true, stem = true))]
 fn tokenize(
     py: Python<'_>,
     text: &str,
     stopwords: bool,
     min_len: i64,
     parts: bool,
+    stem: bool,
 ) -> PyResult<Vec<String>> {
-    let cfg = tokenizer_config(stopwords, min_len, parts)?;
+    let cfg = tokenizer_config(stopwords, min_len, parts, stem)?;
     Ok(py.detach(|| tokenizer::tokenize(text, &cfg)))
 }
 
 /// [`tokenize`] of every text, on all rayon threads.
 #[pyfunction]
-#[pyo3(signature = (texts, stopwords = true, min_len = 2, parts = true))]
+#[pyo3(signature = (texts, stopwords = true, min_len = 2, parts = true, stem = true))]
 fn tokenize_batch(
     py: Python<'_>,
     texts: Vec<PyBackedStr>,
     stopwords: bool,
     min_len: i64,
     parts: bool,
+    stem: bool,
 ) -> PyResult<Vec<Vec<String>>> {
-    let cfg = tokenizer_config(stopwords, min_len, parts)?;
+    let cfg = tokenizer_config(stopwords, min_len, parts, stem)?;
     Ok(py.detach(|| tokenizer::tokenize_batch(&texts, &cfg)))
 }
 
@@ -130,7 +138,7 @@ fn unzip(hits: Vec<(u32, f32)>) -> (Vec<u32>, Vec<f32>) {
 impl Bm25Index {
     /// Tokenizes `docs` on all threads and builds the index.
     #[staticmethod]
-    #[pyo3(signature = (docs, k1 = 1.2, b = 0.75, stopwords = true, min_len = 2, parts = true))]
+    #[pyo3(signature = (docs, k1 = 1.2, b = 0.75, stopwords = true, min_len = 2, parts = true, stem = true))]
     fn build(
         py: Python<'_>,
         docs: Vec<PyBackedStr>,
@@ -139,8 +147,9 @@ impl Bm25Index {
         stopwords: bool,
         min_len: i64,
         parts: bool,
+        stem: bool,
     ) -> PyResult<Self> {
-        let cfg = tokenizer_config(stopwords, min_len, parts)?;
+        let cfg = tokenizer_config(stopwords, min_len, parts, stem)?;
         let inner = py
             .detach(|| bm25::Bm25Index::build(&docs, Bm25Params { k1, b }, cfg))
             .map_err(|e| PyValueError::new_err(e.0))?;
@@ -298,10 +307,16 @@ impl Bm25Index {
         self.inner.tokenizer().parts
     }
 
+    /// Whether alphabetic words are stemmed.
+    #[getter]
+    fn stem(&self) -> bool {
+        self.inner.tokenizer().stem
+    }
+
     fn __repr__(&self) -> String {
         let (p, t) = (self.inner.params(), self.inner.tokenizer());
         format!(
-            "Bm25Index(num_docs={}, num_terms={}, k1={}, b={}, stopwords={}, min_len={}, parts={})",
+            "Bm25Index(num_docs={}, num_terms={}, k1={}, b={}, stopwords={}, min_len={}, parts={}, stem={})",
             self.inner.num_docs(),
             self.inner.num_terms(),
             p.k1,
@@ -309,6 +324,7 @@ impl Bm25Index {
             if t.stopwords { "True" } else { "False" },
             t.min_len,
             if t.parts { "True" } else { "False" },
+            if t.stem { "True" } else { "False" },
         )
     }
 }

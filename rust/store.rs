@@ -27,7 +27,7 @@ use crate::tokenizer::TokenizerConfig;
 /// First 8 bytes of every index file.
 pub const MAGIC: [u8; 8] = *b"FRBM25\0\x01";
 /// Format version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes before the payload: magic, version, payload length, checksum.
 pub const HEADER_LEN: usize = 24;
 /// Fixed-size fields at the start of the payload.
@@ -145,7 +145,7 @@ pub fn encode(index: &Bm25Index) -> Vec<u8> {
     out.extend_from_slice(&[
         u8::from(tok.stopwords),
         u8::from(tok.parts),
-        0,
+        u8::from(tok.stem),
         0,
         0,
         0,
@@ -264,7 +264,7 @@ fn read_payload(p: &mut Payload<impl Read>) -> Result<Bm25Index, ReadError> {
         b: r.f64()?,
     };
     let flags = r.take(8)?;
-    if flags[0] > 1 || flags[1] > 1 || flags[2..].iter().any(|&b| b != 0) {
+    if flags[..3].iter().any(|&b| b > 1) || flags[3..].iter().any(|&b| b != 0) {
         return Err(inconsistent("tokenizer flags are not booleans"));
     }
     let min_len = r.usize()?;
@@ -272,6 +272,7 @@ fn read_payload(p: &mut Payload<impl Read>) -> Result<Bm25Index, ReadError> {
         stopwords: flags[0] == 1,
         min_len,
         parts: flags[1] == 1,
+        stem: flags[2] == 1,
     };
     let (num_docs, num_terms, num_postings, vocab_bytes) =
         (r.usize()?, r.usize()?, r.usize()?, r.usize()?);
@@ -456,6 +457,7 @@ mod tests {
             stopwords: false,
             min_len: 1,
             parts: true,
+            stem: true,
         };
         Bm25Index::build(&docs, Bm25Params { k1: 1.5, b: 0.5 }, tok).unwrap()
     }
@@ -526,9 +528,12 @@ mod tests {
             decode(b"PK\x03\x04 zip file here").unwrap_err(),
             FormatError::BadMagic
         );
-        let mut v2 = good.clone();
-        v2[8] = 2;
-        assert_eq!(decode(&v2).unwrap_err(), FormatError::Version { found: 2 });
+        let mut other = good.clone();
+        other[8] = 99;
+        assert_eq!(
+            decode(&other).unwrap_err(),
+            FormatError::Version { found: 99 }
+        );
         let short = &good[..good.len() - 5];
         assert!(matches!(
             decode(short).unwrap_err(),

@@ -12,6 +12,12 @@
 //!
 //! Tokens shorter than [`TokenizerConfig::min_len`] characters and (optionally) English
 //! stopwords are dropped, whether they came as a whole word or as a part.
+//!
+//! With [`TokenizerConfig::stem`], purely alphabetic ASCII tokens (words, identifier parts and
+//! lowercased camelCase identifiers; never identifiers with `_` or digits) are reduced by the
+//! Snowball English (Porter2) stemmer, so that a question's "supported architectures" meets a
+//! page's "supports" and "architecture". Documents and queries share the rule, so a stem never
+//! has to be a word.
 
 #![warn(missing_docs)]
 
@@ -26,6 +32,8 @@ pub struct TokenizerConfig {
     pub min_len: usize,
     /// Emit the parts of multi-part identifiers besides the whole identifier.
     pub parts: bool,
+    /// Stem alphabetic words with the Snowball English stemmer.
+    pub stem: bool,
 }
 
 impl Default for TokenizerConfig {
@@ -34,6 +42,7 @@ impl Default for TokenizerConfig {
             stopwords: true,
             min_len: 2,
             parts: true,
+            stem: true,
         }
     }
 }
@@ -290,11 +299,32 @@ fn emit_lowered(word: &str, cfg: &TokenizerConfig, buf: &mut String, emit: &mut 
     }
 }
 
-/// Emits lowercase `token` of `chars` characters unless it is too short or a stopword.
+/// Emits lowercase `token` of `chars` characters unless it is too short or a stopword;
+/// alphabetic words are stemmed when the configuration asks for it.
 fn keep_and_emit(token: &str, chars: usize, cfg: &TokenizerConfig, emit: &mut impl FnMut(&str)) {
-    if chars >= cfg.min_len && !(cfg.stopwords && is_stopword(token)) {
+    if chars < cfg.min_len || (cfg.stopwords && is_stopword(token)) {
+        return;
+    }
+    if cfg.stem && token.len() > MIN_STEM_LEN && token.bytes().all(|b| b.is_ascii_lowercase()) {
+        STEMMER.with(|stemmer| {
+            let stem = stemmer.stem(token);
+            emit(if stem.len() >= cfg.min_len {
+                &stem
+            } else {
+                token
+            });
+        });
+    } else {
         emit(token);
     }
+}
+
+/// Words of at most this many letters are never stemmed.
+const MIN_STEM_LEN: usize = 3;
+
+thread_local! {
+    /// The stemmer is stateless but not `Sync`; one per thread.
+    static STEMMER: rust_stemmers::Stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
 }
 
 /// Fills `parts` with the parts of `ident` (no leading/trailing `_`) as ranges of indices
@@ -378,8 +408,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The default configuration without stemming, so that splitting rules read plainly.
     fn toks(text: &str) -> Vec<String> {
-        tokenize(text, &TokenizerConfig::default())
+        let cfg = TokenizerConfig {
+            stem: false,
+            ..TokenizerConfig::default()
+        };
+        tokenize(text, &cfg)
     }
 
     fn all(text: &str) -> Vec<String> {
@@ -387,8 +422,31 @@ mod tests {
             stopwords: false,
             min_len: 1,
             parts: true,
+            stem: false,
         };
         tokenize(text, &cfg)
+    }
+
+    #[test]
+    fn stems_words_and_parts_but_not_whole_identifiers() {
+        let cfg = TokenizerConfig::default();
+        assert_eq!(
+            tokenize("supported architectures", &cfg),
+            ["support", "architectur"]
+        );
+        assert_eq!(
+            tokenize("Supports the architecture", &cfg),
+            ["support", "architectur"]
+        );
+        assert_eq!(
+            tokenize("load_lora_adapters", &cfg),
+            ["load_lora_adapters", "load", "lora", "adapt"]
+        );
+        // short words, digits and mixed tokens are left alone
+        assert_eq!(
+            tokenize("gpus fp8 uses", &cfg),
+            ["gpus", "fp8", "fp", "use"]
+        );
     }
 
     #[test]
@@ -462,6 +520,7 @@ mod tests {
             stopwords: false,
             min_len: 2,
             parts: false,
+            stem: false,
         };
         assert_eq!(
             tokenize("What is fused_moe?", &keep),
@@ -469,6 +528,7 @@ mod tests {
         );
         let long = TokenizerConfig {
             min_len: 4,
+            stem: false,
             ..TokenizerConfig::default()
         };
         assert_eq!(tokenize("vllm kv déjà", &long), ["vllm", "déjà"]);
@@ -510,16 +570,17 @@ mod tests {
     #[test]
     fn batch_matches_single() {
         let texts = ["getHTTPResponse", "", "what is RoPE", "ÜberNetz_v2"];
-        let batch = tokenize_batch(&texts, &TokenizerConfig::default());
+        let cfg = TokenizerConfig::default();
+        let batch = tokenize_batch(&texts, &cfg);
         for (t, b) in texts.iter().zip(&batch) {
-            assert_eq!(&toks(t), b);
+            assert_eq!(&tokenize(t, &cfg), b);
         }
     }
 
     proptest! {
         #[test]
         fn never_panics_on_unicode(s in "\\PC*", min_len in 0usize..4, stop: bool, parts: bool) {
-            let cfg = TokenizerConfig { stopwords: stop, min_len, parts };
+            let cfg = TokenizerConfig { stopwords: stop, min_len, parts, stem: true };
             for t in tokenize(&s, &cfg) {
                 prop_assert!(!t.is_empty());
                 prop_assert!(t.chars().count() >= min_len);

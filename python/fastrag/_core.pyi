@@ -26,12 +26,15 @@ def validate_spans(length: int, spans: Sequence[tuple[int, int]], max_chunk_size
     """Raise ``ValueError`` unless every ``(first, last)`` lies in ``[0, length]`` and holds
     1..=``max_chunk_size`` characters."""
 
-def tokenize(text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True) -> list[str]:
+def tokenize(
+    text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True
+) -> list[str]:
     """Lowercased tokens of ``text``: every identifier whole and, if it has several parts
-    (``_``, camelCase, letter/digit boundaries), each part; short tokens and stopwords dropped."""
+    (``_``, camelCase, letter/digit boundaries), each part; short tokens and stopwords dropped;
+    alphabetic words stemmed (Snowball English) when ``stem``."""
 
 def tokenize_batch(
-    texts: Sequence[str], stopwords: bool = True, min_len: int = 2, parts: bool = True
+    texts: Sequence[str], stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True
 ) -> list[list[str]]:
     """:func:`tokenize` of every text, across threads."""
 
@@ -47,6 +50,7 @@ class Bm25Index:
         stopwords: bool = True,
         min_len: int = 2,
         parts: bool = True,
+        stem: bool = True,
     ) -> Bm25Index:
         """Tokenize ``docs`` across threads and build the index."""
 
@@ -101,3 +105,5 @@ class Bm25Index:
     def min_len(self) -> int: ...
     @property
     def parts(self) -> bool: ...
+    @property
+    def stem(self) -> bool: ...

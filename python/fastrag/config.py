@@ -23,4 +23,4 @@ DEFAULT_K = 10
 BM25_K1 = 1.2
 BM25_B = 0.75
 #: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
-CHUNK_TARGET_SIZE = 1500
+CHUNK_TARGET_SIZE = 2000

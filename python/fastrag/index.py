@@ -41,6 +41,7 @@ class IndexParams:
     k1: float = BM25_K1
     b: float = BM25_B
     stopwords: bool = True
+    stem: bool = True
     bridges: bool = True
 
     def as_dict(self) -> dict[str, Any]:
@@ -51,6 +52,7 @@ class IndexParams:
             "k1": self.k1,
             "b": self.b,
             "stopwords": self.stopwords,
+            "stem": self.stem,
             "bridges": self.bridges,
         }
 
@@ -155,7 +157,7 @@ def build_index(
 
     ordered = [records[k] for k in sorted(records)]
     docs = list(_indexed_texts(repo_path, ordered))
-    bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords)
+    bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
     report.path = publish(index_dir, lambda staging: _write_generation(staging, ordered, bm25, params, root, repo_path))
     report.seconds = time.perf_counter() - started
     return report
