@@ -139,6 +139,7 @@ impl Bm25Index {
     /// Tokenizes `docs` on all threads and builds the index.
     #[staticmethod]
     #[pyo3(signature = (docs, k1 = 1.2, b = 0.75, stopwords = true, min_len = 2, parts = true, stem = true))]
+    #[allow(clippy::too_many_arguments)] // one per Python keyword argument
     fn build(
         py: Python<'_>,
         docs: Vec<PyBackedStr>,
