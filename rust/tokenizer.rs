@@ -21,6 +21,9 @@
 
 #![warn(missing_docs)]
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 
 /// How text is turned into tokens. Queries must use the configuration of the index they search.
@@ -306,10 +309,10 @@ fn keep_and_emit(token: &str, chars: usize, cfg: &TokenizerConfig, emit: &mut im
         return;
     }
     if cfg.stem && token.len() > MIN_STEM_LEN && token.bytes().all(|b| b.is_ascii_lowercase()) {
-        STEMMER.with(|stemmer| {
-            let stem = stemmer.stem(token);
+        STEMS.with_borrow_mut(|stems| {
+            let stem = stems.get(token);
             emit(if stem.len() >= cfg.min_len {
-                &stem
+                stem
             } else {
                 token
             });
@@ -322,9 +325,35 @@ fn keep_and_emit(token: &str, chars: usize, cfg: &TokenizerConfig, emit: &mut im
 /// Words of at most this many letters are never stemmed.
 const MIN_STEM_LEN: usize = 3;
 
+/// A per-thread memo of the Snowball stemmer: a corpus has a few ten thousand distinct words
+/// but millions of occurrences, and a hash lookup costs a fraction of a stemming.
+struct StemCache {
+    stemmer: rust_stemmers::Stemmer,
+    memo: HashMap<Box<str>, Box<str>>,
+}
+
+/// Entries after which the memo starts afresh (bounds memory in long-lived processes).
+const STEM_CACHE_LIMIT: usize = 1 << 20;
+
+impl StemCache {
+    /// The stem of `word`, computed once per thread.
+    fn get(&mut self, word: &str) -> &str {
+        if !self.memo.contains_key(word) {
+            if self.memo.len() >= STEM_CACHE_LIMIT {
+                self.memo.clear();
+            }
+            let stem: Box<str> = self.stemmer.stem(word).into();
+            self.memo.insert(word.into(), stem);
+        }
+        &self.memo[word]
+    }
+}
+
 thread_local! {
-    /// The stemmer is stateless but not `Sync`; one per thread.
-    static STEMMER: rust_stemmers::Stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    static STEMS: RefCell<StemCache> = RefCell::new(StemCache {
+        stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
+        memo: HashMap::new(),
+    });
 }
 
 /// Fills `parts` with the parts of `ident` (no leading/trailing `_`) as ranges of indices
