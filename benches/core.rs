@@ -180,15 +180,22 @@ fn benches(c: &mut Criterion) {
     g.sample_size(10)
         .measurement_time(Duration::from_secs(6))
         .throughput(Throughput::Bytes(bytes as u64));
-    g.bench_function("corpus, 1 thread", |b| {
-        b.iter(|| {
-            let mut n = 0usize;
-            for d in &docs {
-                for_each_token(d, &cfg, |_| n += 1);
-            }
-            black_box(n)
-        })
-    });
+    let unstemmed = TokenizerConfig { stem: false, ..cfg };
+    // the stemmer's cost, side by side with the same corpus
+    for (name, c) in [
+        ("corpus, 1 thread", cfg),
+        ("corpus, 1 thread, no stemming", unstemmed),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                for d in &docs {
+                    for_each_token(d, &c, |_| n += 1);
+                }
+                black_box(n)
+            })
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("build");

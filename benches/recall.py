@@ -64,7 +64,8 @@ def main() -> None:
                     recall = score(Retriever.open(Path(tmp)))
                 cells = [" / ".join(f"{recall[s][k]:.2f}" for k in (1, 3, 5, 10)) for s in ("docs", "code")]
                 print(
-                    f"| {target} | {k1} | {b} | {params.stopwords} | {params.stem} | {params.bridges} | {cells[0]} | {cells[1]} "
+                    f"| {target} | {k1} | {b} | {params.stopwords} | {params.stem} | {params.bridges} "
+                    f"| {cells[0]} | {cells[1]} "
                     f"| {report.chunks} | {built:.1f} |",
                     flush=True,
                 )
