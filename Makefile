@@ -15,7 +15,7 @@ UV  := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --no-sync
 PY  := $(RUN) python
 
-.PHONY: help install data index run search evaluate test test-py test-rust bench lint format debug clean fclean
+.PHONY: help install data index run search evaluate test test-py test-rust bench lint format debug clean fclean answer
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,10 @@ run: install data index  ## the main job: index vLLM, search both public sets, e
 	  $(PY) -m fastrag evaluate --student_search_results_path $(RESULTS_DIR)/dataset_$${set}_public.json --dataset_path $(DATASETS)/AnsweredQuestions/dataset_$${set}_public.json || exit 1; \
 	done
 	$(PY) -m fastrag search "$(QUESTION)" --k 5
+	$(PY) -m fastrag answer "$(QUESTION)" --k 5 --model smollm2
+
+answer:  ## answer the public docs questions from their search results with SmolLM2 (offline model)
+	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json --model smollm2
 
 test: data  ## the whole suite: Rust unit tests, then pytest
 	cargo test --quiet
@@ -56,6 +60,7 @@ lint:  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo cl
 	$(RUN) flake8 .
 	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
 	$(RUN) mypy --strict python/fastrag
+	$(RUN) mypy benches/conftest.py  # a second conftest.py: checked on its own
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 
@@ -72,3 +77,18 @@ clean:  ## remove caches, the index and outputs
 
 fclean: clean  ## also remove the virtualenv, the Rust build, the corpus and datasets
 	rm -rf .venv target data/raw data/datasets python/fastrag/_core*.so
+
+.PHONY: bench-peers
+bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens; refreshes benches/RESULTS.md
+	$(UV) sync --frozen --group bench --group dev
+	$(PY) benches/peers.py
+
+.PHONY: fuzz fuzz-long
+FUZZ_SECONDS      ?= 25
+FUZZ_LONG_SECONDS ?= 600
+
+fuzz:  ## fuzz smoke run: each libFuzzer target of the Rust core for FUZZ_SECONDS (25 s); stable Rust, see fuzz/run.sh
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-long:  ## long fuzz run: each target for FUZZ_LONG_SECONDS (10 min); a crashing input lands in fuzz/artifacts
+	fuzz/run.sh $(FUZZ_LONG_SECONDS)

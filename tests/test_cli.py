@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ def assert_one_line_error(result: CliResult, code: int | None = None) -> None:
     assert result.err_lines[0].startswith("fastrag: error: "), result.err
 
 
-def write_dataset(path: Path, questions: list[dict[str, object]]) -> Path:
+def write_dataset(path: Path, questions: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"rag_questions": questions}))
     return path

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
+
+from fire.decorators import SetParseFn
 
 from fastrag.config import (
+    DEFAULT_ANSWERS_DIR,
     DEFAULT_INDEX_DIR,
     DEFAULT_K,
     DEFAULT_REPO_PATH,
@@ -23,6 +27,20 @@ from fastrag.errors import UsageError, UserError
 
 #: Smallest ``--max_chunk_size`` accepted: below it chunks stop carrying meaning.
 MIN_CHUNK_SIZE = 50
+
+
+CommandT = TypeVar("CommandT", bound=Callable[..., None])
+
+
+def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
+    """Have Fire pass the named arguments as the text typed (no literal evaluation of "42",
+    "[1]", or a 100 KB query that its parser chokes on)."""
+
+    def decorate(command: CommandT) -> CommandT:
+        decorated: CommandT = SetParseFn(str, *names)(command)
+        return decorated
+
+    return decorate
 
 
 def int_arg(name: str, value: Any, low: int, high: int) -> int:
@@ -53,6 +71,14 @@ def path_arg(name: str, value: Any) -> Path:
     return Path(str(value))
 
 
+def mode_arg(value: Any) -> str:
+    """A search mode: lexical, vector or hybrid."""
+    modes = ("lexical", "vector", "hybrid")  # fastrag.retrieve.MODES, without importing it early
+    if value not in modes:
+        raise UsageError(f"--mode must be one of {', '.join(modes)}, got {value!r}")
+    return str(value)
+
+
 def _status(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -65,6 +91,7 @@ class Commands:
         max_chunk_size: Any = MAX_CHUNK_SIZE,
         repo_path: Any = str(DEFAULT_REPO_PATH),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
+        vectors: Any = None,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
 
@@ -72,11 +99,13 @@ class Commands:
             max_chunk_size: largest chunk in characters (50..2000).
             repo_path: the repository to index.
             index_dir: where the index is written.
+            vectors: which chunks get embedding vectors: none (default), docs (Markdown/reST), or another mode.
         """
-        from fastrag.index import IndexParams, build_index
+        from fastrag.index import DEFAULT_EMBED, IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
-        params = IndexParams(max_chunk_size=size, target_size=_target_size(size))
+        embed = DEFAULT_EMBED if vectors is None else str(vectors)
+        params = IndexParams(max_chunk_size=size, target_size=_target_size(size), embed=embed)
         report = build_index(path_arg("repo_path", repo_path), path_arg("index_dir", index_dir), params)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
@@ -85,24 +114,30 @@ class Commands:
                 f"indexed {report.files} files into {report.chunks} chunks in {report.seconds:.2f} s "
                 f"({report.chunked} chunked, {report.reused} reused, {report.removed} removed) -> {report.path}"
             )
+            if report.vectors:
+                print(f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s")
         if report.skipped:
             shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
             _status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
-    def search(self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR)) -> None:
+    @raw_text("query")
+    def search(
+        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = "hybrid"
+    ) -> None:
         """Print the k spans that best answer QUERY.
 
         Args:
             query: the question.
             k: how many spans (1..10).
             index_dir: where the index lives.
+            mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
         """
         from fastrag.retrieve import Retriever
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
-        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n)
+        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n, mode_arg(mode))
         if not hits:
             _status("no match")
             return
@@ -115,6 +150,7 @@ class Commands:
         k: Any = DEFAULT_K,
         save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
+        mode: Any = "hybrid",
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -123,6 +159,7 @@ class Commands:
             k: spans per question (1..10).
             save_directory: folder of the output file (named after the dataset).
             index_dir: where the index lives.
+            mode: lexical, vector or hybrid.
         """
         from fastrag.search import search_dataset
 
@@ -134,6 +171,8 @@ class Commands:
             int_arg("k", k, 1, MAX_K),
             path_arg("save_directory", save_directory),
             path_arg("index_dir", index_dir),
+            progress=True,
+            mode=mode_arg(mode),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -173,6 +212,96 @@ class Commands:
                 got = by_id.get(qid)
                 for s in got.retrieved_sources[:3] if got else []:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
+
+    @raw_text("question")
+    def answer(
+        self,
+        question: Any,
+        k: Any = DEFAULT_K,
+        model: Any = None,
+        max_new_tokens: Any = None,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
+    ) -> None:
+        """Answer QUESTION from the k best spans, citing them; save it to SAVE_DIRECTORY/answer.json.
+
+        On a terminal the answer streams token by token; the cited sources are listed after it.
+
+        Args:
+            question: the question.
+            k: spans to retrieve (0..10; 0 answers with a fixed message without loading a model).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            max_new_tokens: bound on the answer's length in tokens (1..1024, default 80).
+            index_dir: where the index lives.
+            save_directory: folder of answer.json.
+        """
+        from fastrag.answer import answer
+        from fastrag.generate import DEFAULT_MAX_NEW_TOKENS
+
+        text = text_arg("the question", question)
+        n = int_arg("k", k, 0, MAX_K)
+        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        name = None if model is None else text_arg("--model", model)
+        live = sys.stdout.isatty()
+
+        def show(piece: str) -> None:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+        result = answer(
+            text, n, name, path_arg("index_dir", index_dir), path_arg("save_directory", save_directory), limit,
+            show if live else None,
+        )  # fmt: skip
+        if live and result.load is not None:
+            print()
+        else:
+            print(result.body)
+        if result.sources:
+            print("\nSources:")
+            for excerpt in result.cited:
+                print(f"  {excerpt.citation}")
+        if result.load is not None:
+            _status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s, prompt {result.prompt_tokens} tokens")
+        _status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
+
+    def answer_dataset(
+        self,
+        student_search_results_path: Any = None,
+        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
+        model: Any = None,
+        max_new_tokens: Any = None,
+        batch_size: Any = None,
+    ) -> None:
+        """Answer every question of a search-results file with its retrieved sources; save them as JSON.
+
+        The output keeps the input's file name; an interrupted run resumes where it stopped.
+
+        Args:
+            student_search_results_path: output of search_dataset.
+            save_directory: folder of the output file.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            max_new_tokens: bound on each answer's length in tokens (1..1024, default 80).
+            batch_size: prompts generated together (1..256, default 32).
+        """
+        from fastrag.answer import DEFAULT_BATCH_SIZE, answer_dataset
+        from fastrag.generate import DEFAULT_MAX_NEW_TOKENS
+
+        if student_search_results_path is None:
+            raise UsageError("--student_search_results_path is required")
+        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        batch = int_arg("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size, 1, 256)
+        report = answer_dataset(
+            path_arg("student_search_results_path", student_search_results_path),
+            path_arg("save_directory", save_directory),
+            None if model is None else text_arg("--model", model),
+            limit,
+            batch,
+        )
+        resumed = f", {report.resumed} resumed" if report.resumed else ""
+        print(
+            f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
+            f"{report.without_sources} without sources, {report.seconds:.1f} s)"
+        )
 
 
 def _target_size(max_chunk_size: int) -> int:

@@ -26,9 +26,7 @@ def validate_spans(length: int, spans: Sequence[tuple[int, int]], max_chunk_size
     """Raise ``ValueError`` unless every ``(first, last)`` lies in ``[0, length]`` and holds
     1..=``max_chunk_size`` characters."""
 
-def tokenize(
-    text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True
-) -> list[str]:
+def tokenize(text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True) -> list[str]:
     """Lowercased tokens of ``text``: every identifier whole and, if it has several parts
     (``_``, camelCase, letter/digit boundaries), each part; short tokens and stopwords dropped;
     alphabetic words stemmed (Snowball English) when ``stem``."""

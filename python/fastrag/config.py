@@ -24,3 +24,5 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 #: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
 CHUNK_TARGET_SIZE = 2000
+#: Where model folders (embedder, LLM exports, OpenVINO caches) live.
+DEFAULT_MODELS_DIR = Path("data/models")

@@ -1,12 +1,22 @@
-"""Which files of a repository are indexed, how they are read, and their fingerprints."""
+"""Which files of a repository are indexed, how they are read, and their fingerprints.
+
+Users point fastrag at any tree: symbolic links (loops, dangling, or leading out of the tree),
+FIFOs and devices, files too large to be source, files that change or vanish while the index
+is built. The walk never follows a link or opens anything; :func:`read_source` opens a file
+without following a link or blocking, and never reads more than :data:`MAX_FILE_BYTES`.
+Everything passed over is reported as a :class:`Skipped` with a short reason.
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from fastrag.errors import UserError
 
 #: Suffixes of the text files a user would want to search.
 TEXT_SUFFIXES = frozenset(
@@ -27,6 +37,14 @@ SKIPPED_DIRS = frozenset(
 MAX_FILE_BYTES = 4 * 1024 * 1024
 #: A NUL byte in this many leading bytes marks a binary file.
 BINARY_SNIFF_BYTES = 8192
+
+#: Reasons shown in the ``skipped N files`` summary.
+SYMLINK = "symbolic link, not followed"
+NOT_REGULAR = "not a regular file"
+TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB"
+#: How :func:`read_source` opens a file: never through a final symbolic link, never waiting for
+#: a writer (a FIFO swapped in after the walk), never inherited by a child process.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +73,19 @@ def walk(root: Path) -> tuple[list[FileEntry], list[Skipped]]:
     """List the indexable regular files under ``root``, sorted by relative path.
 
     Symbolic links are not followed (no loops, nothing outside the tree); hidden and build
-    directories are skipped; files too large to be source are reported as skipped.
+    directories are skipped. Files with an indexable name that are symbolic links, special
+    files (FIFOs, sockets, devices), unreadable to ``lstat`` or too large to be source, and
+    directories that cannot be listed, are reported as skipped. No file is opened.
     """
     entries: list[FileEntry] = []
     skipped: list[Skipped] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable_dir(exc: OSError) -> None:
+        """A directory that cannot be listed is reported (with a trailing ``/``), not ignored."""
+        rel = os.path.relpath(exc.filename, root) if exc.filename else "."
+        skipped.append(Skipped(rel.replace(os.sep, "/") + "/", exc.strerror or "unreadable"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable_dir, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith("."))
         base = os.path.relpath(dirpath, root)
         for name in filenames:
@@ -71,14 +97,73 @@ def walk(root: Path) -> tuple[list[FileEntry], list[Skipped]]:
             except OSError as exc:
                 skipped.append(Skipped(rel, exc.strerror or "unreadable"))
                 continue
+            if stat.S_ISLNK(st.st_mode):
+                skipped.append(Skipped(rel, SYMLINK))
+                continue
             if not stat.S_ISREG(st.st_mode):
+                skipped.append(Skipped(rel, NOT_REGULAR))
                 continue
             if st.st_size > MAX_FILE_BYTES:
-                skipped.append(Skipped(rel, f"larger than {MAX_FILE_BYTES // 2**20} MiB"))
+                skipped.append(Skipped(rel, TOO_LARGE))
                 continue
             entries.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
     entries.sort(key=lambda e: e.rel_path)
+    skipped.sort(key=lambda s: s.rel_path)
     return entries, skipped
+
+
+def read_source(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path``, read safely whatever happened since the walk.
+
+    The file may have been replaced by a symbolic link, a FIFO or a directory, may have grown
+    past ``max_bytes`` or vanished: each raises :class:`OSError` whose ``strerror`` is a short
+    reason for the skipped-files summary (:data:`SYMLINK`, :data:`NOT_REGULAR`,
+    :data:`TOO_LARGE`, or the system's message). Nothing blocks and at most ``max_bytes + 1``
+    bytes are read, so memory stays bounded however large the file has become.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            raise OSError(errno.ELOOP, SYMLINK, str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
+        if st.st_size > max_bytes:
+            raise OSError(errno.EFBIG, TOO_LARGE, str(path))
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(max_bytes + 1)  # the file may have grown since fstat: bound the read
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, TOO_LARGE, str(path))
+    return data
+
+
+class FileChanged(UserError):
+    """A file changed or vanished between being chunked and being indexed in the same run."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path} changed while being indexed ({why}); the previous index is kept: run `index` again")
+
+
+def read_indexed_text(path: Path, digest: str) -> str:
+    """The text of a file chunked earlier in this run, whose content hash was ``digest``.
+
+    Chunk offsets are only valid for the content they were computed from, so a file that
+    vanished, changed or stopped being UTF-8 since raises :class:`FileChanged` (a
+    :class:`~fastrag.errors.UserError`: one line at the command line, nothing published).
+    """
+    try:
+        data = read_source(path)
+    except OSError as exc:
+        raise FileChanged(path, exc.strerror or "unreadable") from None
+    text = decode(data) if content_hash(data) == digest else None
+    if text is None:
+        raise FileChanged(path, "new content")
+    return text
 
 
 def decode(data: bytes) -> str | None:

@@ -88,8 +88,12 @@ def output_path(input_path: Path, save_directory: Path) -> Path:
 
 def write_results(target: Path, results: StudentSearchResults | StudentSearchResultsAndAnswer) -> None:
     """Write a results file atomically (both ``question`` and ``question_str`` keys)."""
+    raw = results.model_dump(mode="json")
     try:
-        payload = json.dumps(results.model_dump(mode="json"), ensure_ascii=False, indent=2)
-        write_bytes_atomic(target, payload.encode("utf-8"))
+        data = json.dumps(raw, ensure_ascii=False, indent=2).encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from the input: keep them as JSON escapes
+        data = json.dumps(raw, ensure_ascii=True, indent=2).encode("ascii")
+    try:
+        write_bytes_atomic(target, data)
     except OSError as exc:
         raise UserError(f"cannot write {target}: {exc.strerror or exc}") from exc

@@ -8,6 +8,8 @@ Layout under the index directory::
         chunks.json    the chunk table: display path per file, file/start/end per chunk
         files.json     per-file fingerprints and chunks, the cache of incremental indexing
         bm25.bin       the native BM25 index (magic, version, checksum)
+        vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.vectors`)
+    embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.index`)
 
 A new index is written into a staging folder, renamed to its generation name and published by
 replacing ``CURRENT``: a crash at any point leaves the previous generation live and intact,
@@ -24,18 +26,23 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.storage import fsync_dir, write_bytes_atomic
 
+if TYPE_CHECKING:
+    from fastrag.vectors import VectorIndex
+
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"
+LOCK_FILE = ".lock"
 
 
 def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
@@ -45,20 +52,21 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
     previous generation stays live.
     """
     index_dir.mkdir(parents=True, exist_ok=True)
-    gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
-    staging = index_dir / f".{gen_id}.tmp"
-    staging.mkdir()
-    try:
-        write(staging)
-        fsync_dir(staging)
-        final = index_dir / gen_id
-        os.replace(staging, final)
-        write_bytes_atomic(index_dir / CURRENT_FILE, gen_id.encode())
-        fsync_dir(index_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _prune(index_dir, keep={gen_id, *_previous_ids(index_dir, gen_id)})
+    with _publish_lock(index_dir):
+        gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
+        staging = index_dir / f".{gen_id}.tmp"
+        staging.mkdir()
+        try:
+            write(staging)
+            fsync_dir(staging)
+            final = index_dir / gen_id
+            os.replace(staging, final)
+            write_bytes_atomic(index_dir / CURRENT_FILE, gen_id.encode())
+            fsync_dir(index_dir)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _prune(index_dir, keep={gen_id, *_previous_ids(index_dir, gen_id)})
     return final
 
 
@@ -69,12 +77,36 @@ def _previous_ids(index_dir: Path, newest: str) -> list[str]:
 
 
 def _prune(index_dir: Path, keep: set[str]) -> None:
-    """Remove generations and abandoned staging folders other than ``keep``."""
+    """Remove generations other than ``keep`` and leftovers of interrupted runs.
+
+    Runs under the publication lock, so no other writer's staging folder is in flight.
+    """
     for path in index_dir.iterdir():
-        stale_gen = path.name.startswith("gen-") and path.name not in keep
-        stale_tmp = path.name.startswith(".gen-") and path.name.endswith(".tmp")
-        if path.is_dir() and (stale_gen or stale_tmp):
+        stale_gen = path.name.startswith("gen-") and path.is_dir() and path.name not in keep
+        leftover = path.name.startswith(".") and path.name.endswith(".tmp")
+        if stale_gen or (leftover and path.is_dir()):
             shutil.rmtree(path, ignore_errors=True)
+        elif leftover:
+            path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _publish_lock(index_dir: Path) -> Iterator[None]:
+    """Serialise publications into ``index_dir`` across processes (POSIX advisory lock).
+
+    Two indexers may run at once; each publishes a whole generation in turn, the last wins.
+    """
+    with open(index_dir / LOCK_FILE, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no advisory locks
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def current_generation(index_dir: Path) -> Path | None:
@@ -109,12 +141,47 @@ class ChunkTable:
 
 @dataclass(frozen=True, slots=True)
 class LoadedIndex:
-    """A generation loaded for searching."""
+    """A generation loaded for searching.
+
+    The vector index is loaded on first use of :attr:`vectors`, so that lexical search never
+    imports usearch (nor the embedder's OpenVINO).
+    """
 
     path: Path
     manifest: dict[str, Any]
     chunks: ChunkTable
     bm25: _core.Bm25Index
+    _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the generation was built with vectors (``index --vectors`` other than ``none``)."""
+        return int(self.manifest.get("vectors") or 0) > 0
+
+    @property
+    def embed_model(self) -> str:
+        """Fingerprint of the model that made the vectors (:func:`fastrag.embed.model_fingerprint`), else ``""``."""
+        return str(self.manifest.get("embed_model") or "")
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        """The generation's vector index (loaded once, on first use), or ``None`` when it has none.
+
+        Raises :class:`UserError` when the manifest announces vectors that are missing or damaged.
+        """
+        if not self.has_vectors:
+            return None
+        if "vectors" not in self._lazy:
+            from fastrag.vectors import VectorIndex
+
+            index = VectorIndex.load(self.path)
+            if len(index) != int(self.manifest["vectors"]) or (
+                len(index) and int(index.chunk_ids.max()) >= len(self.chunks)
+            ):
+                raise UserError(f"the vector index in {self.path} does not match its chunk table: rebuild the index")
+            self._lazy["vectors"] = index
+        vectors: VectorIndex = self._lazy["vectors"]
+        return vectors
 
 
 def load_index(index_dir: Path) -> LoadedIndex:

@@ -4,6 +4,13 @@ Incremental: a file whose size and modification time are unchanged is not read a
 whose content hash is unchanged is not chunked again. BM25 is refitted over all chunks since
 its statistics (idf, average length) are global. Changing any :class:`IndexParams` field
 rebuilds everything. See :mod:`fastrag.generations` for the on-disk layout.
+
+Vectors (``IndexParams.embed``, ``index --vectors``): the primary chunks of the selected kind of
+file (default: Markdown/reST) are embedded as "file path, heading path, span" cut at
+``embed_tokens`` tokens, and stored in the generation as an int8 vector index. Vectors are
+cached by a digest of (model, token budget, embedded text) in ``<index_dir>/embeddings.npz``,
+outside the generations, so an unchanged chunk is never embedded twice, whatever else changed;
+the model is not even loaded when every vector is cached.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -23,13 +30,47 @@ from fastrag import _core
 from fastrag.chunking import Chunk, chunk_file
 from fastrag.chunking.bridges import with_bridges
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE
-from fastrag.corpus import FileEntry, Skipped, content_hash, decode, walk
+from fastrag.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.errors import UserError
 from fastrag.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.storage import write_json_atomic
 
+if TYPE_CHECKING:
+    from fastrag.embed import Embedder
+    from fastrag.vectors import VectorIndex
+
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
 POOL_THRESHOLD = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedSpec:
+    """Which chunks get a vector, and what text stands for each.
+
+    ``suffixes``: the file kinds embedded. ``bridges``: also the overlapping bridge chunks
+    (else only the primary, non-overlapping chunks). ``path``: the text starts with the file's
+    relative path (then the chunk's context — its heading path — then the span).
+    """
+
+    suffixes: frozenset[str]
+    bridges: bool = False
+    path: bool = True
+
+
+#: The values of ``IndexParams.embed`` (``index --vectors``). Chosen by measured recall against
+#: indexing time on 2 cores (benches/vector_recall.py, benches/RESULTS.md section Vectors).
+EMBED_MODES: dict[str, EmbedSpec | None] = {
+    "none": None,
+    "docs": EmbedSpec(frozenset({".md", ".markdown", ".rst"})),
+    "docs+bridges": EmbedSpec(frozenset({".md", ".markdown", ".rst"}), bridges=True),
+    "prose": EmbedSpec(frozenset({".md", ".markdown", ".rst", ".txt"})),
+}
+#: Vectors are opt-in (`index --vectors docs`): measured on the public sets they move recall by
+#: about one question while multiplying the index time by ~4 and adding ~1 s of model loading
+#: to every hybrid search process (benches/RESULTS.md, "Vectors").
+DEFAULT_EMBED = "none"
+#: Token budget of an embedded text (special tokens included).
+DEFAULT_EMBED_TOKENS = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +84,8 @@ class IndexParams:
     stopwords: bool = True
     stem: bool = True
     bridges: bool = True
+    embed: str = DEFAULT_EMBED
+    embed_tokens: int = DEFAULT_EMBED_TOKENS
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as a JSON-ready dict."""
@@ -54,7 +97,17 @@ class IndexParams:
             "stopwords": self.stopwords,
             "stem": self.stem,
             "bridges": self.bridges,
+            "embed": self.embed,
+            "embed_tokens": self.embed_tokens,
         }
+
+    def embed_spec(self) -> EmbedSpec | None:
+        """What :attr:`embed` selects (``None``: no vectors); :class:`UserError` for an unknown name."""
+        if self.embed not in EMBED_MODES:
+            raise UserError(f"--vectors must be one of {', '.join(EMBED_MODES)}, got {self.embed!r}")
+        if not 3 <= self.embed_tokens <= 256:
+            raise UserError(f"the embedding token budget must be between 3 and 256, got {self.embed_tokens}")
+        return EMBED_MODES[self.embed]
 
 
 @dataclass(slots=True)
@@ -91,6 +144,9 @@ class IndexReport:
     seconds: float = 0.0
     up_to_date: bool = False
     path: Path | None = None
+    vectors: int = 0
+    embedded: int = 0
+    embed_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- building
@@ -104,13 +160,18 @@ def build_index(
     display_root: str | None = None,
     progress: bool = True,
     workers: int | None = None,
+    models_dir: Path | None = None,
+    embedder: Embedder | None = None,
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
 
     ``display_root`` is the prefix of the paths reported in results (default: ``repo_path``
-    relative to the working directory when it lies below it, else absolute).
+    relative to the working directory when it lies below it, else absolute). The embedding
+    model is ``embedder`` if given, else resolved from ``models_dir`` (see
+    :meth:`fastrag.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
     """
     params = params or IndexParams()
+    spec = params.embed_spec()
     started = time.perf_counter()
     if not repo_path.is_dir():
         what = "does not exist" if not repo_path.exists() else "is not a directory"
@@ -158,7 +219,20 @@ def build_index(
     ordered = [records[k] for k in sorted(records)]
     docs = list(_indexed_texts(repo_path, ordered))
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
-    report.path = publish(index_dir, lambda staging: _write_generation(staging, ordered, bm25, params, root, repo_path))
+    vectors = None
+    embed_model = ""
+    if spec is not None:
+        embed_started = time.perf_counter()
+        chunk_ids, texts = vector_inputs(repo_path, ordered, spec)
+        vectors, report.embedded, embed_model = _embed_cached(
+            index_dir, chunk_ids, texts, params.embed_tokens, models_dir, embedder, progress
+        )
+        report.vectors = len(vectors)
+        report.embed_seconds = time.perf_counter() - embed_started
+    report.path = publish(
+        index_dir,
+        lambda staging: _write_generation(staging, ordered, bm25, params, root, repo_path, vectors, embed_model),
+    )
     report.seconds = time.perf_counter() - started
     return report
 
@@ -201,7 +275,7 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     """Worker: read one file, fingerprint it and cut it into chunks."""
     path, entry, params = job
     try:
-        data = Path(path).read_bytes()
+        data = read_source(Path(path))
     except OSError as exc:
         return Skipped(entry.rel_path, exc.strerror or "unreadable")
     text = decode(data)
@@ -216,16 +290,94 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
 def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> Iterator[str]:
     """The text BM25 indexes for every chunk: relative path, context, then the span itself."""
     for record in records:
-        text = (repo_path / record.rel_path).read_bytes().decode("utf-8")
+        text = read_indexed_text(repo_path / record.rel_path, record.digest)
         for c in record.chunks:
             yield f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}"
 
 
+def primary_chunks(chunks: list[Chunk]) -> list[int]:
+    """Indices of a file's primary chunks: the non-overlapping cover, without the bridges.
+
+    Chunks are sorted by ``(start, end)`` and a bridge always starts inside the chunk before it,
+    so keeping every chunk that starts at or after the end of the last kept one drops exactly
+    the bridges.
+    """
+    kept: list[int] = []
+    end = -1
+    for i, c in enumerate(chunks):
+        if c.start >= end:
+            kept.append(i)
+            end = c.end
+    return kept
+
+
+def vector_inputs(repo_path: Path, records: Iterable[FileRecord], spec: EmbedSpec) -> tuple[list[int], list[str]]:
+    """The chunk ids (positions in the chunk table) that ``spec`` embeds, and the text of each."""
+    ids: list[int] = []
+    texts: list[str] = []
+    base = 0
+    for record in records:
+        if os.path.splitext(record.rel_path)[1].lower() in spec.suffixes:
+            text = read_indexed_text(repo_path / record.rel_path, record.digest)
+            chosen = range(len(record.chunks)) if spec.bridges else primary_chunks(record.chunks)
+            for i in chosen:
+                c = record.chunks[i]
+                head = f"{record.rel_path}\n" if spec.path else ""
+                context = f"{c.context}\n" if c.context else ""
+                ids.append(base + i)
+                texts.append(f"{head}{context}{text[c.start : c.end]}")
+        base += len(record.chunks)
+    return ids, texts
+
+
+def _embed_cached(
+    index_dir: Path,
+    chunk_ids: list[int],
+    texts: list[str],
+    max_tokens: int,
+    models_dir: Path | None,
+    embedder: Embedder | None,
+    progress: bool,
+) -> tuple[VectorIndex, int, str]:
+    """The vector index of ``texts``, embedding only those not in the cache; the count embedded; the model id."""
+    import numpy as np
+
+    from fastrag.config import DEFAULT_MODELS_DIR
+    from fastrag.embed import Embedder, model_fingerprint, resolve_model
+    from fastrag.vectors import CACHE_FILE, EmbeddingCache, VectorIndex, text_key
+
+    models = models_dir if models_dir is not None else DEFAULT_MODELS_DIR
+    files = embedder.files if embedder is not None else resolve_model(models)
+    cache = EmbeddingCache.load(index_dir / CACHE_FILE, model_fingerprint(files))
+    keys = [text_key(t, max_tokens) for t in texts]
+    missing = cache.missing(keys)
+    if missing:
+        wanted = set(missing)
+        todo = {k: t for k, t in zip(keys, texts) if k in wanted}
+        model = embedder if embedder is not None else Embedder(files, cache_dir=models / ".ov-cache")
+        fresh = model.embed([todo[k] for k in missing], max_tokens, progress=progress)
+        cache.entries.update(zip(missing, fresh))
+    if missing or len(cache.entries) != len(set(keys)):
+        index_dir.mkdir(parents=True, exist_ok=True)
+        cache.save(index_dir / CACHE_FILE, keep=keys)
+    index = VectorIndex.build(np.array(chunk_ids, dtype=np.int64), cache.vectors(keys))
+    return index, len(missing), cache.model_id
+
+
 def _write_generation(
-    staging: Path, records: list[FileRecord], bm25: _core.Bm25Index, params: IndexParams, root: str, repo_path: Path
+    staging: Path,
+    records: list[FileRecord],
+    bm25: _core.Bm25Index,
+    params: IndexParams,
+    root: str,
+    repo_path: Path,
+    vectors: VectorIndex | None = None,
+    embed_model: str = "",
 ) -> None:
     """Write every file of a generation into ``staging``."""
     bm25.save(str(staging / "bm25.bin"))
+    if vectors is not None:
+        vectors.save(staging)
     table: dict[str, list[Any]] = {
         "paths": [f"{root}/{r.rel_path}" if root else r.rel_path for r in records],
         "file": [i for i, r in enumerate(records) for _ in r.chunks],
@@ -242,6 +394,8 @@ def _write_generation(
         "params": params.as_dict(),
         "files": len(records),
         "chunks": len(table["start"]),
+        "vectors": len(vectors) if vectors is not None else 0,
+        "embed_model": embed_model,
     }
     write_json_atomic(staging / "manifest.json", manifest, indent=2)
 

@@ -22,7 +22,12 @@ def to_sources(hits: list[Hit]) -> list[MinimalSource]:
 
 
 def search_dataset(
-    dataset_path: Path, k: int, save_directory: Path, index_dir: Path, progress: bool = True
+    dataset_path: Path,
+    k: int,
+    save_directory: Path,
+    index_dir: Path,
+    progress: bool = True,
+    mode: str = "hybrid",
 ) -> tuple[Path, int]:
     """Retrieve ``k`` spans for every question of ``dataset_path``; return the output path and count.
 
@@ -36,7 +41,7 @@ def search_dataset(
     with tqdm(total=len(questions), desc="searching", unit="q", disable=not progress) as bar:
         for lo in range(0, len(questions), BATCH):
             batch = questions[lo : lo + BATCH]
-            for q, hits in zip(batch, retriever.search_many([q.question for q in batch], k)):
+            for q, hits in zip(batch, retriever.search_many([q.question for q in batch], k, mode)):
                 sources = to_sources(hits)
                 results.append(
                     MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=sources)

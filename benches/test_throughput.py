@@ -1,0 +1,132 @@
+"""End-to-end throughput of fastrag on the vLLM corpus (pytest-benchmark).
+
+Run: ``.venv/bin/python -m pytest benches/test_throughput.py --benchmark-only -q``. Not part of the
+normal suite (``testpaths = ["tests"]``). Results go to ``benches/RESULTS.md`` (see ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from peers import DISPLAY_ROOT, ROOT, SETS
+
+from conftest import BenchLog  # type: ignore[attr-defined]  # benches/conftest.py, not tests/
+from fastrag.datasets import load_dataset
+from fastrag.index import IndexParams, IndexReport, build_index
+from fastrag.retrieve import Retriever
+
+K = 10
+#: 100 questions, as ``search_dataset`` reads them.
+DATASET_100 = ROOT / "data/datasets/UnansweredQuestions/dataset_docs_public.json"
+
+
+@pytest.fixture(scope="module")
+def questions() -> list[str]:
+    """The 200 public questions (docs, then code)."""
+    return [q.question for path in SETS.values() for q in load_dataset(path).rag_questions]
+
+
+@pytest.fixture(scope="module")
+def retriever(index_dir: Path) -> Retriever:
+    """The shipped search path over the session's index."""
+    return Retriever.open(index_dir)
+
+
+def test_build_index_cold(benchmark: Any, bench_log: BenchLog, corpus: Path) -> None:
+    """Full index build of the corpus into an empty folder with the default parameters (whatever they
+    include: chunking, BM25, vectors), nothing cached."""
+    folders: list[tempfile.TemporaryDirectory[str]] = []
+
+    def fresh() -> tuple[tuple[Path, Path, IndexParams], dict[str, Any]]:
+        folders.append(tempfile.TemporaryDirectory(prefix="fastrag-bench-"))
+        return (corpus, Path(folders[-1].name), IndexParams()), {"display_root": DISPLAY_ROOT, "progress": False}
+
+    try:
+        report: IndexReport = benchmark.pedantic(build_index, setup=fresh, rounds=2, iterations=1)
+    finally:
+        for folder in folders:
+            folder.cleanup()
+    assert report.chunks > 10_000 and not report.up_to_date
+    bench_log.add("build_index, cold", f"{report.files} files → {report.chunks} chunks", benchmark)
+
+
+def test_reindex_unchanged(benchmark: Any, bench_log: BenchLog, corpus: Path, index_dir: Path) -> None:
+    """``build_index`` again with nothing changed: walk and compare fingerprints only."""
+    report: IndexReport = benchmark.pedantic(
+        build_index,
+        args=(corpus, index_dir, IndexParams()),
+        kwargs={"display_root": DISPLAY_ROOT, "progress": False},
+        rounds=5,
+        iterations=1,
+        warmup_rounds=1,
+    )
+    assert report.up_to_date
+    bench_log.add("build_index, nothing changed", f"{report.files} files checked", benchmark)
+
+
+def _mode_kwargs(retriever: Retriever, mode: str) -> dict[str, str]:
+    """``{"mode": mode}`` for a Retriever that has search modes; skips a non-default mode it lacks."""
+    if "mode" in inspect.signature(retriever.search_many).parameters:
+        return {} if mode == "default" else {"mode": mode}
+    if mode != "default":
+        pytest.skip(f"this Retriever has no search mode {mode!r}")
+    return {}
+
+
+@pytest.mark.parametrize("mode", ["default", "lexical"])
+def test_search_single(
+    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], mode: str
+) -> None:
+    """``Retriever.search``, one question per call (cycling through the 200 public questions)."""
+    kwargs = _mode_kwargs(retriever, mode)
+    cycle = itertools.cycle(questions)
+    hits = benchmark(lambda: retriever.search(next(cycle), K, **kwargs))
+    assert len(hits) == K
+    bench_log.add(f"Retriever.search, {mode} mode", f"1 question, k={K}", benchmark)
+
+
+@pytest.mark.parametrize("mode", ["default", "lexical"])
+def test_search_many_1000(
+    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], mode: str
+) -> None:
+    """``Retriever.search_many`` of 1000 questions (the 200 public ones repeated) in one call."""
+    kwargs = _mode_kwargs(retriever, mode)
+    batch = list(itertools.islice(itertools.cycle(questions), 1000))
+    results = benchmark.pedantic(
+        retriever.search_many, args=(batch, K), kwargs=kwargs, rounds=5, iterations=1, warmup_rounds=1
+    )
+    assert len(results) == 1000 and all(results)
+    bench_log.add(f"Retriever.search_many, {mode} mode", f"1000 questions, k={K}", benchmark)
+
+
+def test_search_dataset_subprocess(benchmark: Any, bench_log: BenchLog, index_dir: Path, tmp_path: Path) -> None:
+    """``python -m fastrag search_dataset`` on 100 questions, process start and index load included."""
+    n = len(load_dataset(DATASET_100).rag_questions)
+    cmd = [
+        sys.executable,
+        "-m",
+        "fastrag",
+        "search_dataset",
+        "--dataset_path",
+        str(DATASET_100),
+        "--k",
+        str(K),
+        "--save_directory",
+        str(tmp_path),
+        "--index_dir",
+        str(index_dir),
+    ]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+
+    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
+    assert (tmp_path / DATASET_100.name).is_file()
+    bench_log.add("search_dataset (subprocess)", f"{n} questions, k={K}, `python -m fastrag`, default mode", benchmark)

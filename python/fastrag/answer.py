@@ -1,0 +1,251 @@
+"""The ``answer`` and ``answer_dataset`` operations: sources in, grounded and cited answers out.
+
+``answer`` retrieves, builds the prompt, streams the generated answer and saves the result as a
+``StudentSearchResultsAndAnswer`` file ``answer.json`` in the answers folder (one fixed name: the file
+always holds the latest answer, replaced atomically). ``answer_dataset`` answers every question of a
+search-results file with the sources retrieved there, in batches, and resumes after an interruption.
+
+When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.prompt.NO_SOURCES_ANSWER`
+is returned and the model is not even resolved, let alone loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR
+from fastrag.datasets import load_search_results, output_path, write_results
+from fastrag.errors import UserError
+from fastrag.generate import DEFAULT_MAX_NEW_TOKENS, Generator, LoadInfo, load_generator, model_name, resolve_model
+from fastrag.models import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
+from fastrag.prompt import (
+    DEFAULT_PROMPT_BUDGET,
+    EMPTY_ANSWER,
+    NO_SOURCES_ANSWER,
+    CitationStream,
+    Excerpt,
+    Prompt,
+    Source,
+    SpanReader,
+    build_prompt,
+    cited_excerpts,
+    clean_answer,
+    expand_citations,
+    finish_answer,
+)
+from fastrag.storage import write_json_atomic
+
+#: File name of ``answer``'s result (in the answers folder): always the latest answer.
+ANSWER_FILE = "answer.json"
+#: Prompts generated together by ``answer_dataset`` (measured: see benches/RESULTS.md ``## Answers``).
+DEFAULT_BATCH_SIZE = 32
+#: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
+PROMPT_VERSION = 1
+
+#: Receives answer text as it is generated (streaming).
+TextSink = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class AnswerResult:
+    """One answered question: the saved answer, its sources, and how it was made.
+
+    ``answer`` is what is saved; ``body`` is the model's text alone (``answer`` may add a ``Sources:`` line).
+    """
+
+    question: str
+    answer: str
+    sources: list[MinimalSource]
+    body: str = ""
+    excerpts: list[Excerpt] = field(default_factory=list)
+    prompt_tokens: int = 0
+    load: LoadInfo | None = None
+    saved_to: Path | None = None
+    seconds: float = 0.0
+
+    @property
+    def cited(self) -> list[Excerpt]:
+        """The excerpts the answer cites (all the excerpts shown when it cites none by itself)."""
+        return cited_excerpts(self.answer, self.excerpts) or self.excerpts
+
+
+def to_sources(spans: Sequence[MinimalSource]) -> list[Source]:
+    """The spec's sources as prompt sources."""
+    return [Source(s.file_path, s.first_character_index, s.last_character_index) for s in spans]
+
+
+def prompt_for(
+    generator: Generator, question: str, spans: Sequence[MinimalSource], budget: int, reader: SpanReader
+) -> Prompt:
+    """The prompt for one question with the model's tokenizer and chat template."""
+    return build_prompt(question, to_sources(spans), generator.count_tokens, generator.render, budget, reader)
+
+
+def answer(
+    question: str,
+    k: int,
+    model: str | None = None,
+    index_dir: Path = DEFAULT_INDEX_DIR,
+    save_directory: Path = DEFAULT_ANSWERS_DIR,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    on_text: TextSink | None = None,
+    budget: int = DEFAULT_PROMPT_BUDGET,
+) -> AnswerResult:
+    """Retrieve ``k`` spans for ``question``, generate a cited answer (streamed to ``on_text``), save it.
+
+    The result goes to ``save_directory/answer.json`` (written atomically, replacing the previous one).
+    """
+    started = time.perf_counter()
+    if save_directory.exists() and not save_directory.is_dir():
+        raise UserError(f"save directory {save_directory} is a file, not a directory")
+    spans: list[MinimalSource] = []
+    if k > 0:
+        from fastrag.retrieve import Retriever
+        from fastrag.search import to_sources as hits_to_sources
+
+        spans = hits_to_sources(Retriever.open(index_dir).search(question, k))
+    result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
+    if spans:
+        generator = load_generator(resolve_model(model))
+        prompt = prompt_for(generator, question, spans, budget, SpanReader())
+        stream = CitationStream(prompt.excerpts)
+
+        def show(text: str) -> None:
+            if on_text is not None:
+                on_text(stream.feed(text))
+
+        raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
+        if on_text is not None:
+            on_text(stream.flush())
+        result.answer = finish_answer(raw, prompt.excerpts)
+        result.body = clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER
+        result.excerpts, result.prompt_tokens, result.load = prompt.excerpts, prompt.tokens, generator.info
+    target = save_directory / ANSWER_FILE
+    record = MinimalAnswer(
+        question_id=str(uuid.uuid4()), question=question, retrieved_sources=spans, answer=result.answer
+    )
+    write_results(target, StudentSearchResultsAndAnswer(search_results=[record], k=k))
+    result.saved_to = target
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# ----------------------------------------------------------------------------- answer_dataset
+
+
+@dataclass(slots=True)
+class DatasetReport:
+    """What ``answer_dataset`` did."""
+
+    target: Path
+    questions: int
+    generated: int
+    resumed: int
+    without_sources: int
+    seconds: float
+    load: LoadInfo | None = None
+    prompt_tokens: list[int] = field(default_factory=list)
+
+
+def partial_path(target: Path) -> Path:
+    """Where progress is kept while ``target`` is being produced: a hidden sibling, removed at the end.
+
+    Hidden so that a grader globbing ``*docs*`` in the answers folder never picks up a half-done run.
+    """
+    return target.parent / f".{target.name}.partial"
+
+
+def _fingerprint(input_bytes: bytes, model: str, max_new_tokens: int, budget: int) -> str:
+    """Identity of a run: same input file, model and settings, or the partial progress is not reused."""
+    digest = hashlib.sha256(input_bytes)
+    digest.update(json.dumps([model, max_new_tokens, budget, PROMPT_VERSION]).encode())
+    return digest.hexdigest()
+
+
+def _load_partial(path: Path, fingerprint: str) -> dict[str, str]:
+    """Answers saved by an interrupted run with the same fingerprint (anything unreadable is ignored)."""
+    try:
+        data: Any = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if (
+        not isinstance(data, dict)
+        or data.get("fingerprint") != fingerprint
+        or not isinstance(data.get("answers"), dict)
+    ):
+        return {}
+    return {str(q): a for q, a in data["answers"].items() if isinstance(a, str)}
+
+
+def _check_sources(results: Sequence[MinimalSearchResults], path: Path) -> None:
+    """Every source file must be readable from here (paths are relative to the project root)."""
+    files = sorted({s.file_path for r in results for s in r.retrieved_sources})
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise UserError(f"source {missing[0]}{more} of {path} not found: run from the project root")
+
+
+def answer_dataset(
+    results_path: Path,
+    save_directory: Path = DEFAULT_ANSWERS_DIR,
+    model: str | None = None,
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    budget: int = DEFAULT_PROMPT_BUDGET,
+    progress: bool = True,
+) -> DatasetReport:
+    """Answer every question of a search-results file with its retrieved sources; save atomically.
+
+    The output has the input's base name in ``save_directory`` (never the input itself). Prompts are
+    generated ``batch_size`` at a time; after each batch the answers so far are saved to
+    :func:`partial_path`, so a rerun after an interruption only generates the missing ones.
+    """
+    started = time.perf_counter()
+    results = load_search_results(results_path)
+    target = output_path(results_path, save_directory)
+    _check_sources(results.search_results, results_path)
+    partial = partial_path(target)
+    fingerprint = _fingerprint(results_path.read_bytes(), model_name(model), max_new_tokens, budget)
+    done = _load_partial(partial, fingerprint)
+    resumed = sum(1 for r in results.search_results if r.question_id in done)
+    without = 0
+    for r in results.search_results:
+        if not r.retrieved_sources and r.question_id not in done:
+            done[r.question_id] = NO_SOURCES_ANSWER
+            without += 1
+    todo = [r for r in results.search_results if r.question_id not in done]
+    report = DatasetReport(target, len(results.search_results), 0, resumed, without, 0.0)
+    if todo:
+        generator = load_generator(resolve_model(model), max_batch=batch_size)
+        report.load = generator.info
+        reader = SpanReader()
+        with tqdm(total=len(results.search_results), initial=len(results.search_results) - len(todo),
+                  desc="answering", unit="q", disable=not progress) as bar:  # fmt: skip
+            for lo in range(0, len(todo), batch_size):
+                batch = todo[lo : lo + batch_size]
+                prompts = [prompt_for(generator, r.question, r.retrieved_sources, budget, reader) for r in batch]
+                texts = generator.generate_many([p.text for p in prompts], max_new_tokens)
+                for r, p, text in zip(batch, prompts, texts):
+                    done[r.question_id] = finish_answer(text, p.excerpts)
+                    report.prompt_tokens.append(p.tokens)
+                report.generated += len(batch)
+                write_json_atomic(partial, {"fingerprint": fingerprint, "answers": done})
+                bar.update(len(batch))
+    answers = [
+        MinimalAnswer.model_validate({**r.model_dump(mode="json"), "answer": done[r.question_id]})
+        for r in results.search_results
+    ]
+    write_results(target, StudentSearchResultsAndAnswer(search_results=answers, k=results.k))
+    partial.unlink(missing_ok=True)
+    report.seconds = time.perf_counter() - started
+    return report

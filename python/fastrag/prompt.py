@@ -1,0 +1,433 @@
+"""Prompt building: the instructions, a context of retrieved evidence cut to a token budget, citations.
+
+On a 2-core CPU the prompt is the dominant cost of an answer (prefill runs at a few hundred tokens
+per second), so the context is not "the top spans": it is the parts of the retrieved spans most
+related to the question, chosen block by block until a budget counted in the model's own tokens is
+spent. A block is a paragraph (consecutive non-blank lines, at most :data:`BLOCK_LINES` lines), scored
+by the question's terms it contains (weighted by how rare they are among the candidate blocks) and
+by the rank of its span. Each source is shown under a header ``[path:first-last]`` naming exactly the
+characters it shows, which is also the citation format the model is told to copy.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastrag.errors import UserError
+
+#: Whole-prompt budget (system + context + question + chat template), in the model's tokens.
+DEFAULT_PROMPT_BUDGET = 560
+#: Retrieved spans that may contribute to the context (the best-ranked ones).
+MAX_CONTEXT_SOURCES = 8
+#: Longest block, in lines: long paragraphs and code blocks are split so that a budget is spent finely.
+BLOCK_LINES = 4
+#: How fast a span's weight falls with its rank: weight = 1 / (1 + RANK_DECAY * rank).
+RANK_DECAY = 0.35
+#: Weight of question terms found in the Markdown heading above a block (and not in the block itself).
+HEADING_WEIGHT = 0.5
+#: Share of the better neighbouring block's relevance added to a block's own.
+SMOOTHING = 0.7
+#: Path components shown in a source's header.
+PATH_PARTS = 3
+#: Shown between two non-adjacent blocks of one source.
+GAP = "…"
+
+SYSTEM_PROMPT = (
+    "Answer questions about a code base using only the numbered sources. Be concise: one to three "
+    "sentences that make sense without the question. Cite each source you use by its number, like [1]. "
+    "If the sources do not contain the answer, say so."
+)
+#: Fixed answer when no source was retrieved (``--k 0`` or nothing matched): the model is not loaded.
+NO_SOURCES_ANSWER = "No source was retrieved for this question, so there is nothing to ground an answer on."
+#: Fixed answer when the model produced nothing usable.
+EMPTY_ANSWER = "The sources do not give a clear answer to this question."
+
+#: Counts the model's tokens of each text (one batched call).
+TokenCounter = Callable[[Sequence[str]], list[int]]
+#: Renders chat messages into the exact prompt text (the model's chat template).
+Renderer = Callable[[Sequence[dict[str, str]]], str]
+
+_IDENT = re.compile(r"[A-Za-z0-9_]+")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.*)$", re.MULTILINE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_CITATION = re.compile(r"\[([^\[\]\s:]+):(\d+)-(\d+)\]")
+_MARKER = re.compile(r"\[\s*(\d{1,2}(?:\s*,\s*\d{1,2})*)\s*\]")
+_OPEN_MARKER = re.compile(r"\[[\d,\s]*")
+_STOPWORDS = """a an and are as at be by can do does for from has have how i if in into is it its of on or that the
+their them there these this to used using uses use was what when where which while who why will with you your vllm"""
+#: Words that carry no evidence (``vllm`` is in every span of the corpus).
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A retrieved span: ``file_path`` characters ``start:end`` (``str`` indices)."""
+
+    file_path: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """The part of a source shown in the prompt, with the characters it covers."""
+
+    source: Source
+    start: int
+    end: int
+    text: str
+
+    @property
+    def citation(self) -> str:
+        """``[path:first-last]``: how the model is asked to cite this excerpt."""
+        return cite(self.source.file_path, self.start, self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A rendered prompt and what went into it."""
+
+    text: str
+    tokens: int
+    excerpts: list[Excerpt] = field(default_factory=list)
+
+    @property
+    def context(self) -> str:
+        """The evidence text shown to the model (headers excluded)."""
+        return "\n".join(e.text for e in self.excerpts)
+
+
+def cite(file_path: str, start: int, end: int) -> str:
+    """The citation format: ``[path:first-last]``."""
+    return f"[{file_path}:{start}-{end}]"
+
+
+# ----------------------------------------------------------------------------- terms
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Lower-case content terms of ``text``: identifiers split at ``_`` and case changes, light stemming.
+
+    A whole identifier is kept beside its parts (``load_lora_adapter`` gives ``load_lora_adapter``,
+    ``load``, ``lora``, ``adapter``), so an exact identifier match counts more than scattered words.
+    """
+    out: list[str] = []
+    for raw in _IDENT.findall(text):
+        if raw.lower() in STOPWORDS:
+            continue
+        parts = [p.lower() for piece in raw.split("_") for p in _CAMEL.findall(piece)]
+        out.extend(_stem(p) for p in parts if p not in STOPWORDS and (len(p) > 1 or p.isdigit()))
+        if len(parts) > 1:
+            out.append(raw.lower())
+    return out
+
+
+# ----------------------------------------------------------------------------- reading spans
+
+
+class SpanReader:
+    """Reads span texts, each file once (``Path.read_bytes().decode('utf-8')[start:end]``)."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, str] = {}
+        self._headings: dict[str, tuple[list[int], list[str]]] = {}
+
+    def text(self, file_path: str) -> str:
+        """The whole decoded file; a :class:`UserError` when it cannot be read."""
+        cached = self._files.get(file_path)
+        if cached is None:
+            try:
+                cached = Path(file_path).read_bytes().decode("utf-8", errors="replace")
+            except OSError as exc:
+                raise UserError(f"cannot read source {file_path}: {exc.strerror or exc}") from exc
+            self._files[file_path] = cached
+        return cached
+
+    def headings(self, file_path: str) -> tuple[list[int], list[str]]:
+        """Start offsets and texts of the Markdown headings of a file."""
+        found = self._headings.get(file_path)
+        if found is None:
+            matches = list(_HEADING.finditer(self.text(file_path)))
+            found = ([m.start() for m in matches], [m.group(1) for m in matches])
+            self._headings[file_path] = found
+        return found
+
+
+@dataclass(slots=True)
+class _Block:
+    rank: int
+    source: Source
+    start: int
+    end: int
+    text: str
+    score: float = 0.0
+    tokens: int = 0
+
+
+def _blocks(rank: int, source: Source, text: str) -> list[_Block]:
+    """Split a span into paragraphs of at most :data:`BLOCK_LINES` non-blank lines (with offsets)."""
+    span = text[source.start : source.end]
+    blocks: list[_Block] = []
+    lines: list[tuple[int, str]] = []
+
+    def close() -> None:
+        if lines:
+            first, last = lines[0], lines[-1]
+            start = source.start + first[0]
+            end = source.start + last[0] + len(last[1])
+            blocks.append(_Block(rank, source, start, end, "\n".join(t for _, t in lines)))
+            lines.clear()
+
+    offset = 0
+    for line in span.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if body.strip():
+            lines.append((offset, body.rstrip()))
+            if len(lines) == BLOCK_LINES:
+                close()
+        else:
+            close()
+        offset += len(line)
+    close()
+    return blocks
+
+
+# ----------------------------------------------------------------------------- the prompt
+
+
+def short_path(file_path: str) -> str:
+    """The last :data:`PATH_PARTS` components of a path: what the model needs to tell sources apart."""
+    return "/".join(Path(file_path).parts[-PATH_PARTS:])
+
+
+def messages(question: str, excerpts: Sequence[Excerpt]) -> list[dict[str, str]]:
+    """The chat messages: instructions, then the numbered sources and the question.
+
+    Sources are numbered ``[1]``, ``[2]``… with a short path: a full ``[path:first-last]`` header costs
+    ~40 tokens of prompt per source, a number ~3. The model cites by number and
+    :func:`expand_citations` writes the full ``[path:first-last]`` into the answer.
+    """
+    parts = [f"[{i}] {short_path(e.source.file_path)}\n{e.text}" for i, e in enumerate(excerpts, 1)]
+    context = "\n\n".join(parts) if parts else "(no sources)"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"{context}\n\nQuestion: {question.strip()}"},
+    ]
+
+
+def build_prompt(
+    question: str,
+    sources: Sequence[Source],
+    count: TokenCounter,
+    render: Renderer,
+    budget: int = DEFAULT_PROMPT_BUDGET,
+    reader: SpanReader | None = None,
+    max_sources: int = MAX_CONTEXT_SOURCES,
+) -> Prompt:
+    """The prompt for ``question``: the best blocks of the best ``max_sources`` sources within ``budget`` tokens.
+
+    ``count`` and ``render`` are the model's tokenizer and chat template, so the budget holds for the
+    exact text the model reads (checked on the rendered prompt, dropping the weakest block if needed).
+    """
+    reader = reader or SpanReader()
+    pool = [b for rank, s in enumerate(sources[:max_sources]) for b in _blocks(rank, s, reader.text(s.file_path))]
+    base = render(messages(question, []))
+    overhead = count([base])[0]
+    if pool:
+        for block, n in zip(pool, count([b.text for b in pool])):
+            block.tokens = n
+        header = max(count([f"[10] {short_path(s.file_path)}\n\n" for s in sources[:max_sources]]))
+        _score(question, pool, reader)
+        chosen = _choose(pool, budget - overhead, header)
+    else:
+        chosen = []
+    while True:
+        excerpts = _excerpts(chosen)
+        text = render(messages(question, excerpts))
+        tokens = count([text])[0]
+        if tokens <= budget or not chosen:
+            return Prompt(text, tokens, excerpts)
+        chosen.remove(min(chosen, key=lambda b: (b.score, -b.rank)))
+
+
+def _score(question: str, pool: list[_Block], reader: SpanReader) -> None:
+    """Score blocks for the question.
+
+    relevance = idf-weighted question terms in the block, plus :data:`HEADING_WEIGHT` × those found only in
+    the Markdown heading the block sits under; score = (relevance + :data:`SMOOTHING` × the better
+    neighbour's relevance) / (1 + :data:`RANK_DECAY` × the span's rank). Neighbours count because the
+    evidence is a region (a heading and its paragraph, a signature and its body), not one line.
+    """
+    wanted = set(terms(question))
+    found = [set(terms(b.text)) & wanted for b in pool]
+    headed = [(_heading_terms(reader, b) & wanted) - f for b, f in zip(pool, found)]
+    df = Counter(t for ts in found for t in ts)
+    n = len(pool)
+
+    def idf(t: str) -> float:
+        return math.log(1.0 + n / max(df[t], 1))
+
+    relevance = [sum(map(idf, f)) + HEADING_WEIGHT * sum(map(idf, h)) for f, h in zip(found, headed)]
+    for i, block in enumerate(pool):
+        near = [relevance[j] for j in (i - 1, i + 1) if 0 <= j < n and pool[j].rank == block.rank]
+        block.score = (relevance[i] + SMOOTHING * max(near, default=0.0)) / (1.0 + RANK_DECAY * block.rank)
+
+
+def _heading_terms(reader: SpanReader, block: _Block) -> set[str]:
+    """Terms of the nearest Markdown heading above ``block`` (empty for other files)."""
+    if not block.source.file_path.endswith((".md", ".rst")):
+        return set()
+    starts, texts = reader.headings(block.source.file_path)
+    at = bisect.bisect_right(starts, block.start) - 1
+    return set(terms(texts[at])) if at >= 0 else set()
+
+
+def _choose(pool: list[_Block], budget: int, header: int) -> list[_Block]:
+    """Greedy: best-scored blocks first, then the blocks right after chosen ones, while they fit."""
+    chosen: list[_Block] = []
+    sources: set[int] = set()
+    left = budget
+
+    def take(block: _Block) -> None:
+        nonlocal left
+        cost = block.tokens + 2 + (0 if block.rank in sources else header)
+        if cost <= left:
+            chosen.append(block)
+            sources.add(block.rank)
+            left -= cost
+
+    for block in sorted((b for b in pool if b.score > 0), key=lambda b: (-b.score, b.rank, b.start)):
+        take(block)
+    # Spend what is left on the context of what was chosen: the block after each one (answers
+    # follow headings and signatures), then the one before, best-scored first.
+    position = {id(b): i for i, b in enumerate(pool)}
+    for step in (1, -1):
+        for block in sorted(chosen, key=lambda b: (-b.score, b.rank)):
+            i = position[id(block)] + step
+            if 0 <= i < len(pool) and pool[i].rank == block.rank and pool[i] not in chosen:
+                take(pool[i])
+    if not chosen:  # nothing matched any question term: show the start of the best span
+        for block in pool:
+            if block.rank == 0:
+                take(block)
+    return chosen
+
+
+def _excerpts(chosen: Sequence[_Block]) -> list[Excerpt]:
+    """Group chosen blocks by source (in rank order), in file order, gaps marked with :data:`GAP`."""
+    by_rank: dict[int, list[_Block]] = {}
+    for block in chosen:
+        by_rank.setdefault(block.rank, []).append(block)
+    out: list[Excerpt] = []
+    for rank in sorted(by_rank):
+        blocks = sorted(by_rank[rank], key=lambda b: b.start)
+        parts: list[str] = []
+        for prev, block in zip([None, *blocks], blocks):
+            if prev is not None and not _adjacent(prev, block):
+                parts.append(GAP)
+            parts.append(block.text)
+        out.append(Excerpt(blocks[0].source, blocks[0].start, blocks[-1].end, "\n".join(parts)))
+    return out
+
+
+def _adjacent(a: _Block, b: _Block) -> bool:
+    """Whether only whitespace lies between two blocks of the same span (they were split from one run)."""
+    return b.start - a.end <= 2
+
+
+# ----------------------------------------------------------------------------- answers
+
+
+def citations(answer: str) -> list[tuple[str, int, int]]:
+    """The ``[path:first-last]`` citations found in an answer."""
+    return [(m.group(1), int(m.group(2)), int(m.group(3))) for m in _CITATION.finditer(answer)]
+
+
+def _expand(numbers: str, excerpts: Sequence[Excerpt]) -> str:
+    cited = [int(n) for n in re.findall(r"\d+", numbers)]
+    return "".join(excerpts[n - 1].citation for n in dict.fromkeys(cited) if 1 <= n <= len(excerpts))
+
+
+def expand_citations(answer: str, excerpts: Sequence[Excerpt]) -> str:
+    """Replace the model's ``[1]``, ``[1, 3]`` markers by ``[path:first-last]`` (unknown numbers are dropped)."""
+    return _MARKER.sub(lambda m: _expand(m.group(1), excerpts), answer)
+
+
+class CitationStream:
+    """Streaming :func:`expand_citations`: text that may be the start of a ``[n]`` marker is held back."""
+
+    HOLD = 16
+
+    def __init__(self, excerpts: Sequence[Excerpt]) -> None:
+        self._excerpts = excerpts
+        self._pending = ""
+
+    def feed(self, chunk: str) -> str:
+        """Return the printable part of ``chunk`` with complete markers expanded."""
+        self._pending += chunk
+        at = self._pending.rfind("[")
+        if at >= 0 and _OPEN_MARKER.fullmatch(self._pending[at:]) and len(self._pending) - at <= self.HOLD:
+            ready, self._pending = self._pending[:at], self._pending[at:]
+        else:
+            ready, self._pending = self._pending, ""
+        return expand_citations(ready, self._excerpts)
+
+    def flush(self) -> str:
+        """Whatever is still held back."""
+        tail, self._pending = self._pending, ""
+        return expand_citations(tail, self._excerpts)
+
+
+def finish_answer(answer: str, excerpts: Sequence[Excerpt], max_listed: int = 3) -> str:
+    """The answer as saved: markers expanded, trimmed, never empty, citing at least one source it was shown.
+
+    When the model cited none of the excerpts, their citations are appended as a ``Sources:`` line
+    (the best ``max_listed``), so every answer points at its evidence.
+    """
+    text = clean_answer(expand_citations(answer, excerpts)) or EMPTY_ANSWER
+    if excerpts and not cited_excerpts(text, excerpts):
+        text += "\n\nSources: " + ", ".join(e.citation for e in excerpts[:max_listed])
+    return text
+
+
+def clean_answer(answer: str) -> str:
+    """Trim what small models add around an answer: echoed ``Question:`` lines and repetition loops.
+
+    Lines starting with ``Question:`` are dropped, and the text is cut at the first line that
+    :class:`~fastrag.generate.LoopGuard` calls a loop (greedy decoding of a small model can repeat
+    itself until ``max_new_tokens``). A code block left open is closed.
+    """
+    from fastrag.generate import LoopGuard
+
+    guard = LoopGuard()
+    kept: list[str] = []
+    for line in answer.splitlines():
+        if line.strip().lower().startswith("question:"):
+            continue
+        if guard.line_is_loop(line):
+            break
+        kept.append(line.rstrip())
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+    if text.count("```") % 2:  # cut inside a code block: close it
+        text += "\n```"
+    return text
+
+
+def cited_excerpts(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
+    """The excerpts an (expanded) answer cites, in the order shown."""
+    found = set(citations(answer))
+    return [e for e in excerpts if (e.source.file_path, e.start, e.end) in found]

@@ -1,0 +1,208 @@
+"""``answer`` and ``answer_dataset`` end to end on the sample repository with the tiny random Qwen3 GGUF.
+
+Every run is offline (``HF_HUB_OFFLINE=1``); failures end in one stderr line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CliResult, run_cli
+from fastrag.answer import answer_dataset, partial_path
+from fastrag.generate import Generator
+from fastrag.prompt import NO_SOURCES_ANSWER
+from tiny_qwen3 import write_tiny_qwen3
+
+QUESTIONS = [
+    {"question_id": "q-lora", "question": "Which endpoint loads a LoRA adapter dynamically?"},
+    {"question_id": "q-top-p", "question_str": "Where are temperature and top_p defined?"},
+    {"question_id": "q-install", "question": "How do I install vllm with pip?"},
+    {"question_id": "q-none", "question": "asdfghjkl"},
+]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("FASTRAG_MODEL", raising=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random Qwen3 GGUF, written once per session."""
+    return write_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-cli") / "tiny-qwen3.gguf")
+
+
+def assert_one_line_error(result: CliResult, code: int) -> None:
+    assert "Traceback" not in result.err, result.err
+    assert result.code == code, (result.code, result.err)
+    assert len(result.err_lines) == 1 and result.err_lines[0].startswith("fastrag: error: "), result.err
+
+
+def search_results(workdir: Path) -> Path:
+    """A ``search_dataset`` output for :data:`QUESTIONS` (k=3) in ``workdir``."""
+    dataset = workdir / "sets" / "dataset_docs_tiny.json"
+    dataset.parent.mkdir(parents=True, exist_ok=True)
+    dataset.write_text(json.dumps({"rag_questions": QUESTIONS}))
+    ran = run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "3", cwd=workdir)
+    assert ran.code == 0, ran.err
+    return workdir / "data/output/search_results/dataset_docs_tiny.json"
+
+
+# ----------------------------------------------------------------------------- answer
+
+
+def test_k0_answers_with_fixed_message_without_a_model(indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FASTRAG_MODEL", "/nonexistent/model.gguf")  # loading anything would fail
+    result = run_cli("answer", "What is vLLM?", "--k", "0", cwd=indexed)
+    assert result.code == 0 and "Traceback" not in result.err, result.err
+    assert NO_SOURCES_ANSWER in result.out
+    saved = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    assert saved["k"] == 0
+    only = saved["search_results"][0]
+    assert only["answer"] == NO_SOURCES_ANSWER and only["retrieved_sources"] == []
+    assert only["question"] == only["question_str"] == "What is vLLM?"
+
+
+def test_k0_never_imports_openvino(indexed: Path) -> None:
+    code = (
+        "import sys; from fastrag.__main__ import main; "
+        "assert main(['answer', 'What is vLLM?', '--k', '0']) == 0; "
+        "assert not any(m.startswith('openvino') for m in sys.modules), 'openvino imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=indexed, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_nothing_retrieved_answers_without_a_model(indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FASTRAG_MODEL", "/nonexistent/model.gguf")
+    result = run_cli("answer", "asdfghjkl", "--k", "5", cwd=indexed)
+    assert result.code == 0, result.err
+    assert NO_SOURCES_ANSWER in result.out
+
+
+def test_answer_end_to_end_with_tiny_qwen3(indexed: Path, tiny_gguf: Path) -> None:
+    result = run_cli(
+        "answer", "Which endpoint loads a LoRA adapter dynamically?", "--k", "3",
+        "--model", str(tiny_gguf), "--max_new_tokens", "16", cwd=indexed,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    assert "<think>" not in result.out and "</think>" not in result.out
+    assert "Sources:" in result.out and "[repo/docs/lora.md:" in result.out
+    saved = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    record = saved["search_results"][0]
+    assert saved["k"] == 3 and 1 <= len(record["retrieved_sources"]) <= 3
+    assert record["question"] == record["question_str"]
+    assert "[repo/" in record["answer"] and "<think>" not in record["answer"]
+
+
+def test_missing_model_path_is_one_line_error(indexed: Path) -> None:
+    result = run_cli("answer", "lora adapter", "--k", "2", "--model", "/nonexistent/model.gguf", cwd=indexed)
+    assert_one_line_error(result, 1)
+    assert "does not exist" in result.err
+
+
+def test_default_model_unavailable_offline_names_the_ways(indexed: Path) -> None:
+    result = run_cli("answer", "lora adapter", "--k", "2", cwd=indexed)
+    assert_one_line_error(result, 1)
+    assert "smollm2" in result.err and ".gguf" in result.err and "export" in result.err
+
+
+@pytest.mark.parametrize("k", ["-1", "11", "abc", "2.5"])
+def test_bad_k_for_answer(indexed: Path, k: str) -> None:
+    assert_one_line_error(run_cli("answer", "lora", "--k", k, cwd=indexed), 2)
+
+
+def test_blank_question(indexed: Path) -> None:
+    assert_one_line_error(run_cli("answer", "  ", cwd=indexed), 2)
+
+
+# ----------------------------------------------------------------------------- answer_dataset
+
+
+def test_answer_dataset_cli(indexed: Path, tiny_gguf: Path) -> None:
+    results = search_results(indexed)
+    ran = run_cli(
+        "answer_dataset", "--student_search_results_path", str(results), "--model", str(tiny_gguf),
+        "--max_new_tokens", "8", "--batch_size", "2", cwd=indexed,
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    out = indexed / "data/output/search_results_and_answer/dataset_docs_tiny.json"
+    payload = json.loads(out.read_text())
+    assert payload["k"] == 3
+    rows = {r["question_id"]: r for r in payload["search_results"]}
+    assert list(rows) == [q["question_id"] for q in QUESTIONS]
+    assert rows["q-top-p"]["question"] == rows["q-top-p"]["question_str"] == QUESTIONS[1]["question_str"]
+    assert rows["q-none"]["answer"] == NO_SOURCES_ANSWER and rows["q-none"]["retrieved_sources"] == []
+    assert all(r["answer"].strip() and "<think>" not in r["answer"] for r in rows.values())
+    assert not partial_path(out).exists()
+
+    refused = run_cli(
+        "answer_dataset", "--student_search_results_path", str(out), "--save_directory", str(out.parent),
+        "--model", str(tiny_gguf), cwd=indexed,
+    )  # fmt: skip
+    assert_one_line_error(refused, 1)
+
+
+def test_answer_dataset_missing_input(indexed: Path) -> None:
+    result = run_cli("answer_dataset", "--student_search_results_path", "/nonexistent.json", cwd=indexed)
+    assert_one_line_error(result, 1)
+    assert_one_line_error(run_cli("answer_dataset", cwd=indexed), 2)
+
+
+def test_answer_dataset_resumes_after_interruption(
+    indexed: Path, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = search_results(indexed)
+    monkeypatch.chdir(indexed)
+    save = indexed / "answers"
+    target = save / results.name
+    original = Generator.generate_many
+    calls: list[int] = []
+
+    def interrupted(self: Generator, prompts: list[str], max_new_tokens: int) -> list[str]:
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(len(prompts))
+        answers: list[str] = original(self, prompts, max_new_tokens)
+        return answers
+
+    monkeypatch.setattr(Generator, "generate_many", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=1, progress=False)
+    assert not target.exists()
+    partial = json.loads(partial_path(target).read_text())
+    assert set(partial["answers"]) == {"q-lora", "q-none"}  # one generated, one without sources
+
+    def counting(self: Generator, prompts: list[str], max_new_tokens: int) -> list[str]:
+        calls.append(len(prompts))
+        answers: list[str] = original(self, prompts, max_new_tokens)
+        return answers
+
+    calls.clear()
+    monkeypatch.setattr(Generator, "generate_many", counting)
+    report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False)
+    assert calls == [2] and report.generated == 2 and report.resumed == 2
+    payload = json.loads(target.read_text())
+    assert [r["question_id"] for r in payload["search_results"]] == [q["question_id"] for q in QUESTIONS]
+    assert not partial_path(target).exists()
+
+
+def test_answer_dataset_ignores_a_foreign_or_broken_partial(indexed: Path, tiny_gguf: Path) -> None:
+    results = search_results(indexed)
+    out_dir = indexed / "data/output/search_results_and_answer"
+    out_dir.mkdir(parents=True)
+    partial_path(out_dir / results.name).write_text('{"fingerprint": "other", "answers": {"q-lora": "stale"}')
+    ran = run_cli(
+        "answer_dataset", "--student_search_results_path", str(results), "--model", str(tiny_gguf),
+        "--max_new_tokens", "4", cwd=indexed,
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    rows = json.loads((out_dir / results.name).read_text())["search_results"]
+    assert all(r["answer"] != "stale" for r in rows)

@@ -1,0 +1,222 @@
+"""Never lose data, never crash: odd arguments, killed indexers, readers racing a writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_repo
+from fastrag.generations import load_index
+from fastrag.index import build_index
+from fastrag.retrieve import Retriever
+from test_cli import LORA_TRUTH, assert_one_line_error, write_dataset
+
+# ----------------------------------------------------------------------------- odd queries
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?!...;;",  # only punctuation: nothing to match
+        "\x01\x02\x7f",  # control characters
+        "lora " * 20_000,  # 100 KB
+        "日本語の質問",  # no shared script with the corpus
+        "lora\u200badapter",  # zero-width space
+    ],
+)
+def test_odd_queries_end_cleanly(indexed: Path, query: str) -> None:
+    result = run_cli("search", query, "--k", "5", cwd=indexed)
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    assert result.out or result.err_lines == ["no match"]
+
+
+def test_non_utf8_bytes_in_arguments(indexed: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastrag", "search", b"lora \xff\xfe adapter", "--k", "3"],
+        cwd=indexed,
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert b"repo/docs/lora.md" in proc.stdout
+
+
+def test_lone_surrogates_in_a_dataset(indexed: Path) -> None:
+    dataset = indexed / "dataset_docs_odd.json"
+    dataset.write_text('{"rag_questions": [{"question_id": "s", "question": "lora \\ud800 adapter"}]}')
+    result = run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed)
+    assert result.code == 0, result.err
+    out = json.loads((indexed / "data/output/search_results/dataset_docs_odd.json").read_text())
+    assert out["search_results"][0]["retrieved_sources"]
+
+
+@pytest.mark.parametrize("k", ["1e30", "-0", "[3]", "0b", "None"])
+def test_more_bad_k(indexed: Path, k: str) -> None:
+    assert_one_line_error(run_cli("search", "lora", "--k", k, cwd=indexed), code=2)
+
+
+@pytest.mark.parametrize("size", ["1e9", "49", "True", "[]"])
+def test_more_bad_chunk_sizes(workdir: Path, size: str) -> None:
+    assert_one_line_error(run_cli("index", "--repo_path", "repo", "--max_chunk_size", size, cwd=workdir), code=2)
+
+
+def test_empty_question_list_writes_empty_results(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "dataset_code_empty.json", [])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+    out = json.loads((indexed / "data/output/search_results/dataset_code_empty.json").read_text())
+    assert out == {"search_results": [], "k": 10}
+
+
+def test_dataset_path_is_a_directory(indexed: Path) -> None:
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(indexed), cwd=indexed), code=1)
+
+
+def test_dataset_that_is_binary(indexed: Path) -> None:
+    path = indexed / "binary.json"
+    path.write_bytes(b"\xff\xfe\x00\x01")
+    assert_one_line_error(run_cli("search_dataset", "--dataset_path", str(path), cwd=indexed), code=1)
+
+
+def test_missing_question_ids_get_fresh_ones(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "dataset_docs_noid.json", [{"question": "lora adapter?"}])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+    out = json.loads((indexed / "data/output/search_results/dataset_docs_noid.json").read_text())
+    assert len(out["search_results"][0]["question_id"]) == 36
+
+
+# ----------------------------------------------------------------------------- killed indexer
+
+
+def big_repo(root: Path, files: int = 400) -> Path:
+    """A repository large enough that indexing it takes a noticeable time."""
+    write_repo(root)
+    body = "".join(
+        f"def function_{i}(value: int) -> int:\n    '''Step {i} of the pipeline.'''\n    return value + {i}\n\n"
+        for i in range(60)
+    )
+    for i in range(files):
+        (root / f"gen/module_{i}.py").parent.mkdir(parents=True, exist_ok=True)
+        (root / f"gen/module_{i}.py").write_text(f"# module {i}\n{body}")
+    return root
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.6, 0.9, 1.3])
+def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, delay: float) -> None:
+    write_repo(tmp_path / "repo")
+    assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
+    before = run_cli("search", "lora adapter", cwd=tmp_path).out
+    assert before
+
+    big_repo(tmp_path / "repo")  # a lot to do for the next run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "index", "--repo_path", "repo"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its chunking workers
+    proc.wait()
+
+    after = run_cli("search", "lora adapter", cwd=tmp_path)
+    assert after.code == 0, after.err
+    index = load_index(tmp_path / "data/processed")
+    if proc.returncode == -signal.SIGKILL and "gen/" not in "".join(index.chunks.paths):
+        assert after.out == before  # killed before publishing: the old index, untouched
+    # either way the live index is whole, and the next run completes and cleans up
+    assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
+    assert not [p for p in (tmp_path / "data/processed").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_killed_search_dataset_keeps_previous_output(indexed: Path) -> None:
+    dataset = write_dataset(indexed / "dataset_docs_k.json", [LORA_TRUTH])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+    output = indexed / "data/output/search_results/dataset_docs_k.json"
+    saved = output.read_bytes()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "search_dataset", "--dataset_path", str(dataset)],
+        cwd=indexed,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.15)
+    proc.kill()
+    proc.wait()
+    data = output.read_bytes()
+    assert data == saved or json.loads(data)["search_results"]  # old file or a whole new one
+
+
+# ----------------------------------------------------------------------------- readers vs writer
+
+
+def test_two_indexers_at_once(tmp_path: Path) -> None:
+    big_repo(tmp_path / "repo", files=200)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fastrag", "index", "--repo_path", "repo"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    assert "repo/gen/module_" in run_cli("search", "function_7 pipeline", "--k", "1", cwd=tmp_path).out
+    assert not [p for p in (tmp_path / "data/processed").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_readers_see_old_or_new_index_never_a_mix(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    states = {
+        "a": "def speculative_decoding():\n    return 'draft model A'\n",
+        "b": "def speculative_decoding():\n    return 'draft model B'\n\n\nclass Extra:\n    pass\n",
+    }
+    expected: dict[str, list[tuple[str, int, int]]] = {}
+    for name, text in states.items():
+        (repo / "pkg/spec.py").write_text(text)
+        build_index(repo, ix, display_root="repo", progress=False)
+        hits = Retriever.open(ix).search("speculative decoding draft model", 5)
+        expected[name] = [(h.file_path, h.start, h.end) for h in hits]
+    assert expected["a"] != expected["b"]
+
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def writer() -> None:
+        for i in range(12):
+            (repo / "pkg/spec.py").write_text(states["ab"[i % 2]])
+            build_index(repo, ix, display_root="repo", progress=False)
+        stop.set()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                hits = Retriever.open(ix).search("speculative decoding draft model", 5)
+            except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
+                errors.append(repr(exc))
+                continue
+            got = [(h.file_path, h.start, h.end) for h in hits]
+            if got not in expected.values():
+                errors.append(f"mixed result {got}")
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=reader), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[:3]
