@@ -56,6 +56,21 @@ os.execv(sys.argv[1], sys.argv[1:])
 """
 
 
+#: Forks the command from a fresh, small interpreter and writes the child's peak RSS (KB) to
+#: argv[1]. A child forked straight from pytest would report pytest's own high-water mark:
+#: Linux carries the resident-set peak across fork and exec.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 @dataclass(frozen=True)
 class Measured:
     """A finished run: its output, peak resident memory (MB, workers included) and duration."""
@@ -83,6 +98,8 @@ def run_measured(
     if unprivileged:
         command = [sys.executable, "-c", UNPRIVILEGED, *command]
     full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})}
+    rss_file = Path(tempfile.mkdtemp()) / "peak_kb"
+    command = [sys.executable, "-c", LAUNCHER, str(rss_file), *command]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=full_env, start_new_session=True)
@@ -105,7 +122,8 @@ def run_measured(
         result = CliResult(proc.returncode, out.read().decode(), err.read().decode())
     if expired.is_set():
         pytest.fail(f"{' '.join(args)} still running after {timeout} s (stderr: {result.err[-500:]!r})")
-    return Measured(result, usage.ru_maxrss / 1024, seconds)
+    peak_kb = int(rss_file.read_text()) if rss_file.exists() else usage.ru_maxrss
+    return Measured(result, peak_kb / 1024, seconds)
 
 
 def index_cli(workdir: Path, timeout: float = 120, unprivileged: bool = False) -> Measured:
