@@ -362,9 +362,9 @@ def test_file_truncated_after_the_walk_is_indexed_as_read(workdir: Path) -> None
 @pytest.mark.parametrize(
     ("action", "arg", "reason", "timeout"),
     [
-        ("fifo", None, NOT_REGULAR, 10),  # today: blocks forever waiting for a writer
-        ("grow", 200 * 2**20, TOO_LARGE, 60),  # today: reads 200 MB into memory
-        ("symlink", "../../outside/secret.py", SYMLINK, 60),  # today: indexes a file outside the repo
+        ("fifo", None, NOT_REGULAR, 10),  # a plain read_bytes() waits forever for a writer
+        ("grow", 200 * 2**20, TOO_LARGE, 60),  # a plain read_bytes() reads 200 MB into memory
+        ("symlink", "../../outside/secret.py", SYMLINK, 60),  # a plain read_bytes() indexes a file outside
     ],
 )
 def test_file_replaced_after_the_walk_is_skipped_safely(
@@ -382,9 +382,9 @@ def test_file_replaced_after_the_walk_is_skipped_safely(
 @pytest.mark.parametrize(
     ("action", "arg"),
     [
-        ("delete", None),  # today: FileNotFoundError traceback
-        ("rewrite", "# caf\xe9\n"),  # not UTF-8 any more; today: UnicodeDecodeError traceback
-        ("rewrite", "# short\n"),  # valid but shorter; today: chunk offsets past the end, silently
+        ("delete", None),  # an unchecked re-read: FileNotFoundError traceback
+        ("rewrite", "# caf\xe9\n"),  # not UTF-8 any more: UnicodeDecodeError traceback
+        ("rewrite", "# short\n"),  # valid but shorter: stale chunk offsets, silently
     ],
 )
 def test_file_changed_after_chunking_keeps_the_previous_index(workdir: Path, action: str, arg: object) -> None:

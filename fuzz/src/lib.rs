@@ -14,3 +14,5 @@ pub mod offsets;
 pub mod store;
 #[path = "../../rust/tokenizer.rs"]
 pub mod tokenizer;
+
+pub mod check;
