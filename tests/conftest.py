@@ -124,3 +124,18 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"{CORPUS} is missing: run `make data` first")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may reach a model hub, nor pick up the user's model choice."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("FASTRAG_MODEL", raising=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random Qwen3 GGUF (written once per session, ~0.1 s)."""
+    from tiny_qwen3 import write_tiny_qwen3
+
+    return write_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3") / "tiny-qwen3.gguf")

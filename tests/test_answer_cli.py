@@ -16,7 +16,6 @@ from conftest import CliResult, run_cli
 from fastrag.answer import answer_dataset, partial_path
 from fastrag.generate import Generator
 from fastrag.prompt import NO_SOURCES_ANSWER
-from tiny_qwen3 import write_tiny_qwen3
 
 QUESTIONS = [
     {"question_id": "q-lora", "question": "Which endpoint loads a LoRA adapter dynamically?"},
@@ -24,18 +23,6 @@ QUESTIONS = [
     {"question_id": "q-install", "question": "How do I install vllm with pip?"},
     {"question_id": "q-none", "question": "asdfghjkl"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("FASTRAG_MODEL", raising=False)
-
-
-@pytest.fixture(scope="session")
-def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny random Qwen3 GGUF, written once per session."""
-    return write_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3-cli") / "tiny-qwen3.gguf")
 
 
 def assert_one_line_error(result: CliResult, code: int) -> None:

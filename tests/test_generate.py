@@ -41,22 +41,8 @@ from fastrag.prompt import (
     messages,
     terms,
 )
-from tiny_qwen3 import write_tiny_qwen3
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test may reach a hub."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("FASTRAG_MODEL", raising=False)
-
-
-@pytest.fixture(scope="session")
-def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny random Qwen3 GGUF (written once per session, ~0.1 s)."""
-    return write_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3") / "tiny-qwen3.gguf")
 
 
 @pytest.fixture(scope="session")
