@@ -1,10 +1,13 @@
 //! Criterion benchmarks of the native core: tokenizer throughput, index build, single-query
-//! latency, batches of 1000 queries at 1 and 2 threads, and index loading.
+//! latency, batches of 1000 queries at 1 and 2 threads, and index loading. Searches run both
+//! ways side by side: `search` (pruned, the default) and `search_exhaustive` (every posting
+//! of every query term, then a top-k pass over all documents; same results).
 //!
 //! Corpus: the `.py`/`.md`/`.txt` files of `data/raw/vllm-0.10.1` (relative to the crate
 //! root) cut into windows of at most 2000 characters on line boundaries; without it, a
 //! deterministic synthetic corpus of similar size. Queries: 1000 question-like strings built
-//! from words sampled deterministically from the corpus.
+//! from words sampled deterministically from the corpus, and the public questions of
+//! `data/datasets/AnsweredQuestions` (when present).
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fastrag_core::bm25::{Bm25Index, Bm25Params};
 use fastrag_core::store;
 use fastrag_core::tokenizer::{for_each_token, TokenizerConfig};
+use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
 const WINDOW: usize = 2000;
@@ -121,6 +125,32 @@ fn corpus() -> Vec<String> {
     docs
 }
 
+/// The `"question"` strings of the public question sets (empty without them).
+fn public_questions() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/datasets/AnsweredQuestions");
+    let mut out = Vec::new();
+    for set in ["docs", "code"] {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("dataset_{set}_public.json")))
+        else {
+            continue;
+        };
+        // the values are plain JSON strings: take them up to the next unescaped quote
+        for part in text.split("\"question\": \"").skip(1) {
+            let mut q = String::new();
+            let mut chars = part.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => q.extend(chars.next()),
+                    c => q.push(c),
+                }
+            }
+            out.push(q);
+        }
+    }
+    out
+}
+
 /// Question-like queries: 3 to 6 words drawn from random positions of random documents.
 fn queries(docs: &[String]) -> Vec<String> {
     let starts = [
@@ -148,6 +178,13 @@ fn queries(docs: &[String]) -> Vec<String> {
             q
         })
         .collect()
+}
+
+/// The BM25 index of the current generation under `data/processed`, when there is one.
+fn shipped_index() -> Option<Bm25Index> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/processed");
+    let current = std::fs::read_to_string(root.join("CURRENT")).ok()?;
+    store::load(&root.join(current.trim()).join("bm25.bin")).ok()
 }
 
 fn pool(threads: usize) -> ThreadPool {
@@ -208,26 +245,68 @@ fn benches(c: &mut Criterion) {
     }
     g.finish();
 
+    let public = public_questions();
     let mut g = c.benchmark_group("search");
     g.warm_up_time(Duration::from_secs(1));
     g.measurement_time(Duration::from_secs(5));
-    let mut i = 0;
-    g.bench_function("single query, k=10", |b| {
-        b.iter(|| {
-            i = (i + 1) % qs.len();
-            black_box(index.search(&qs[i], 10, None))
-        })
-    });
+    // every query set and k, pruned and exhaustive one after the other
+    let sets: [(&str, &[String]); 2] = [("sampled", &qs), ("public questions", &public)];
+    for (set, queries) in sets.into_iter().filter(|(_, q)| !q.is_empty()) {
+        for k in [10, 30] {
+            for exhaustive in [false, true] {
+                let way = if exhaustive { "exhaustive" } else { "pruned" };
+                let mut i = 0;
+                g.bench_function(format!("{set}, k={k}, {way}"), |b| {
+                    b.iter(|| {
+                        i = (i + 1) % queries.len();
+                        if exhaustive {
+                            black_box(index.search_exhaustive(&queries[i], k, None))
+                        } else {
+                            black_box(index.search(&queries[i], k, None))
+                        }
+                    })
+                });
+            }
+        }
+    }
     g.sample_size(20);
-    for (name, p) in [
-        ("batch of 1000, k=10, 1 thread", &one),
-        ("batch of 1000, k=10, 2 threads", &two),
-    ] {
-        g.bench_function(name, |b| {
+    for (name, p) in [("1 thread", &one), ("2 threads", &two)] {
+        g.bench_function(format!("batch of 1000, k=10, {name}, pruned"), |b| {
             b.iter(|| p.install(|| index.search_batch(&qs, 10, None)))
+        });
+        g.bench_function(format!("batch of 1000, k=10, {name}, exhaustive"), |b| {
+            b.iter(|| {
+                p.install(|| {
+                    qs.par_iter()
+                        .map(|q| index.search_exhaustive(q, 10, None))
+                        .collect::<Vec<_>>()
+                })
+            })
         });
     }
     g.finish();
+
+    // the shipped index (`make index`: real chunks, bridges, stemming) with the public questions
+    if let Some(shipped) = shipped_index().filter(|_| !public.is_empty()) {
+        let mut g = c.benchmark_group("shipped index");
+        g.warm_up_time(Duration::from_secs(1));
+        g.measurement_time(Duration::from_secs(4));
+        for exhaustive in [false, true] {
+            let way = if exhaustive { "exhaustive" } else { "pruned" };
+            let mut i = 0;
+            g.bench_function(format!("public questions, k=10, {way}"), |b| {
+                b.iter(|| {
+                    i = (i + 1) % public.len();
+                    if exhaustive {
+                        black_box(shipped.search_exhaustive(&public[i], 10, None))
+                    } else {
+                        black_box(shipped.search(&public[i], 10, None))
+                    }
+                })
+            });
+        }
+        g.finish();
+    }
 
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/_work");
     std::fs::create_dir_all(&dir).expect("benches/_work");
