@@ -220,3 +220,74 @@ def test_readers_see_old_or_new_index_never_a_mix(tmp_path: Path) -> None:
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors[:3]
+
+
+# ----------------------------------------------------------------------------- killed while embedding
+
+
+def test_sigkill_during_embedding_keeps_previous_index(workdir: Path) -> None:
+    """An indexer killed while it embeds leaves the previous index (vectors included) live and whole."""
+    assert run_cli("index", "--repo_path", "repo", "--vectors", "docs", cwd=workdir).code == 0
+    query = ("search", "how do I load a lora adapter", "--mode", "hybrid", "--k", "3")
+    before = run_cli(*query, cwd=workdir)
+    assert before.code == 0 and before.out, before.err
+    cache = workdir / "data/processed/embeddings.npz"
+    cached = cache.read_bytes()
+
+    for i in range(120):  # enough new docs that embedding them takes seconds
+        page = workdir / f"repo/docs/guide_{i}.md"
+        page.write_text(f"# Guide {i}\n\nStep {i}: tune the scheduler budget number {i} for throughput.\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "index", "--repo_path", "repo", "--vectors", "docs"],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    seen = b""
+    while b"embedding:" not in seen:  # tqdm's bar: the model is loaded and embedding has begun
+        chunk = proc.stderr.read1(4096)
+        assert chunk, f"indexer ended before embedding: {seen.decode(errors='replace')[-500:]}"
+        seen += chunk
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    index = load_index(workdir / "data/processed")
+    assert not [p for p in index.chunks.paths if "guide_" in p]  # the new generation was never published
+    assert index.has_vectors
+    after = run_cli(*query, cwd=workdir)
+    assert (after.code, after.out) == (0, before.out), after.err
+    assert cache.read_bytes() == cached  # the embedding cache is written only once embedding is done
+    # the next run completes and leaves nothing half-written behind
+    assert run_cli("index", "--repo_path", "repo", "--vectors", "docs", cwd=workdir).code == 0
+    assert "repo/docs/guide_" in run_cli("search", "tune the scheduler budget", "--k", "1", cwd=workdir).out
+    assert not [p for p in (workdir / "data/processed").iterdir() if p.name.endswith(".tmp")]
+
+
+# ----------------------------------------------------------------------------- read-only outputs
+
+
+@pytest.mark.parametrize("command", ["search_dataset", "answer_dataset"])
+def test_read_only_save_directory(indexed: Path, command: str) -> None:
+    """A save directory the user may not write to: found before any work, one line, exit 1, nothing written."""
+    from test_odd_repos import run_measured
+
+    dataset = write_dataset(indexed / "dataset_docs_ro.json", [LORA_TRUTH])
+    if command == "search_dataset":
+        args = ["--dataset_path", str(dataset)]
+    else:
+        assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
+        args = ["--student_search_results_path", "data/output/search_results/dataset_docs_ro.json",
+                "--model", str(indexed / "no-such-model.gguf")]  # fmt: skip  # never loaded: the check comes first
+    locked = indexed / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        measured = run_measured(command, *args, "--save_directory", str(locked), cwd=indexed, unprivileged=True)
+    finally:
+        locked.chmod(0o755)
+    assert_one_line_error(measured.result, 1)
+    assert "cannot write to save directory" in measured.result.err and "locked" in measured.result.err
+    assert list(locked.iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -76,13 +77,20 @@ def load_search_results(path: Path) -> StudentSearchResults:
 def output_path(input_path: Path, save_directory: Path) -> Path:
     """Where a results file for ``input_path`` goes: same base name, in ``save_directory``.
 
-    Refuses a directory that is a file, and an output that would overwrite the input.
+    Refuses a directory that is a file, one the user may not write to (found out now, before the
+    work, by creating and removing a file there), and an output that would overwrite the input.
     """
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     target = save_directory / input_path.name
     if target.exists() and target.resolve() == input_path.resolve():
         raise UserError(f"refusing to overwrite the input file {input_path}")
+    try:
+        save_directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=save_directory):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write to save directory {save_directory}: {exc.strerror or exc}") from exc
     return target
 
 
