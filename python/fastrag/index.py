@@ -31,7 +31,7 @@ from fastrag.chunking import Chunk, chunk_file
 from fastrag.chunking.bridges import with_bridges
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE
 from fastrag.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
-from fastrag.errors import UserError
+from fastrag.errors import UsageError, UserError
 from fastrag.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.storage import write_json_atomic
 
@@ -104,7 +104,7 @@ class IndexParams:
     def embed_spec(self) -> EmbedSpec | None:
         """What :attr:`embed` selects (``None``: no vectors); :class:`UserError` for an unknown name."""
         if self.embed not in EMBED_MODES:
-            raise UserError(f"--vectors must be one of {', '.join(EMBED_MODES)}, got {self.embed!r}")
+            raise UsageError(f"--vectors must be one of {', '.join(EMBED_MODES)}, got {self.embed!r}")
         if not 3 <= self.embed_tokens <= 256:
             raise UserError(f"the embedding token budget must be between 3 and 256, got {self.embed_tokens}")
         return EMBED_MODES[self.embed]

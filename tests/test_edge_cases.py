@@ -1,0 +1,169 @@
+"""The CLI edge-case suite (issue 7, item 1): every command against every kind of bad input.
+
+One table, run in-process through :func:`fastrag.__main__.main` (the function ``python -m
+fastrag`` calls), so the whole suite takes seconds. Each case states the exit status the CLI
+documents (2: a malformed argument; 1: anything else the user can fix) and must end with exactly
+one ``fastrag: error:`` line on stderr. An exception escaping ``main`` — what a user would see as
+a traceback — fails the case. The cases that need a real process (non-UTF-8 bytes in ``argv``,
+killed runs, unreadable files) live in ``test_robustness.py`` and ``test_odd_repos.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from fastrag.__main__ import main
+
+HUGE = str(10**30)
+DS = "ds/dataset_docs_edge.json"  # a valid question set, written by the fixture
+RESULTS = "data/output/search_results/dataset_docs_edge.json"  # its search results
+
+#: Files the cases point at, written into the indexed work directory.
+FILES = {
+    "bad/empty.json": "",
+    "bad/not_json.json": "{ not json",
+    "bad/list.json": "[]",
+    "bad/questions_not_list.json": '{"rag_questions": 5}',
+    "bad/question_without_text.json": '{"rag_questions": [{"question_id": "a"}]}',
+    "bad/duplicate_ids.json": json.dumps(
+        {"rag_questions": [{"question_id": "a", "question": "x"}, {"question_id": "a", "question": "y"}]}
+    ),
+    "bad/results_wrong_shape.json": '{"search_results": "nope"}',
+    "bad/binary.json": "\x00\x01\x02\xff",
+    "a_file": "not a directory",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A command line and the exit status it must end with."""
+
+    args: tuple[str, ...]
+    code: int
+
+
+def case(code: int, *args: str) -> Case:
+    return Case(args, code)
+
+
+BAD_K = ["0", "-1", "1.5", "abc", HUGE, "11", "''"]
+BAD_SIZE = ["0", "-5", "1.5", "abc", HUGE, "2001", "[1]"]
+
+# fmt: off
+CASES: dict[str, Case] = {
+    # search: degenerate queries and every bad k
+    "search empty query": case(2, "search", ""),
+    "search blank query": case(2, "search", "   \t "),
+    "search no query": case(2, "search"),
+    **{f"search --k {k}": case(2, "search", "lora", "--k", k) for k in BAD_K},
+    "search bad mode": case(2, "search", "lora", "--mode", "fuzzy"),
+    "search missing index_dir": case(1, "search", "lora", "--index_dir", "nowhere"),
+    "search index_dir is a file": case(1, "search", "lora", "--index_dir", "a_file"),
+    "search unknown flag": case(2, "search", "lora", "--bogus", "1"),
+    # search_dataset: every kind of bad file, bad k, bad save directory
+    "search_dataset no dataset flag": case(2, "search_dataset"),
+    "search_dataset missing file": case(1, "search_dataset", "--dataset_path", "bad/none.json"),
+    "search_dataset directory": case(1, "search_dataset", "--dataset_path", "bad"),
+    **{
+        f"search_dataset {name}": case(1, "search_dataset", "--dataset_path", f"bad/{name}.json")
+        for name in ["empty", "not_json", "list", "questions_not_list", "question_without_text", "duplicate_ids",
+                     "binary"]
+    },
+    **{f"search_dataset --k {k}": case(2, "search_dataset", "--dataset_path", DS, "--k", k) for k in BAD_K},
+    "search_dataset save dir is a file": case(1, "search_dataset", "--dataset_path", DS, "--save_directory", "a_file"),
+    "search_dataset would overwrite input": case(1, "search_dataset", "--dataset_path", DS, "--save_directory", "ds"),
+    "search_dataset bad mode": case(2, "search_dataset", "--dataset_path", DS, "--mode", "x"),
+    # evaluate
+    "evaluate no flags": case(2, "evaluate"),
+    "evaluate no dataset flag": case(2, "evaluate", "--student_search_results_path", RESULTS),
+    "evaluate missing results": case(1, "evaluate", "--student_search_results_path", "bad/none.json",
+                                     "--dataset_path", DS),
+    "evaluate results not json": case(1, "evaluate", "--student_search_results_path", "bad/not_json.json",
+                                      "--dataset_path", DS),
+    "evaluate results wrong shape": case(1, "evaluate", "--student_search_results_path",
+                                         "bad/results_wrong_shape.json", "--dataset_path", DS),
+    "evaluate dataset without answers": case(1, "evaluate", "--student_search_results_path", RESULTS,
+                                             "--dataset_path", DS),
+    "evaluate dataset is binary": case(1, "evaluate", "--student_search_results_path", RESULTS,
+                                       "--dataset_path", "bad/binary.json"),
+    # index: every bad chunk size, bad repositories, bad options
+    **{f"index --max_chunk_size {s}": case(2, "index", "--repo_path", "repo", "--max_chunk_size", s) for s in BAD_SIZE},
+    "index missing repo": case(1, "index", "--repo_path", "nowhere"),
+    "index repo is a file": case(1, "index", "--repo_path", "a_file"),
+    "index empty repo": case(1, "index", "--repo_path", "empty_repo"),
+    "index bad vectors": case(2, "index", "--repo_path", "repo", "--vectors", "sometimes"),
+    # answer: checked before any model is loaded
+    "answer empty question": case(2, "answer", ""),
+    "answer blank question": case(2, "answer", "\n\n"),
+    **{f"answer --k {k}": case(2, "answer", "lora", "--k", k) for k in ["-1", "abc", "2.5", HUGE]},
+    **{f"answer --max_new_tokens {n}": case(2, "answer", "lora", "--max_new_tokens", n) for n in ["0", "x", "5000"]},
+    "answer model that does not exist": case(1, "answer", "lora", "--model", "no/such/model.gguf"),
+    # answer_dataset
+    "answer_dataset no flags": case(2, "answer_dataset"),
+    "answer_dataset missing file": case(1, "answer_dataset", "--student_search_results_path", "bad/none.json"),
+    "answer_dataset not json": case(1, "answer_dataset", "--student_search_results_path", "bad/not_json.json"),
+    "answer_dataset wrong shape": case(1, "answer_dataset", "--student_search_results_path",
+                                       "bad/results_wrong_shape.json"),
+    **{
+        f"answer_dataset --batch_size {n}": case(2, "answer_dataset", "--student_search_results_path", RESULTS,
+                                                 "--batch_size", n)
+        for n in ["0", "-2", "abc", HUGE]
+    },
+    "answer_dataset --max_new_tokens 0": case(2, "answer_dataset", "--student_search_results_path", RESULTS,
+                                              "--max_new_tokens", "0"),
+    "answer_dataset save dir is a file": case(1, "answer_dataset", "--student_search_results_path", RESULTS,
+                                              "--save_directory", "a_file"),
+    # no such command
+    "unknown command": case(2, "reindex"),
+}
+# fmt: on
+
+
+@pytest.fixture(scope="module")
+def edge_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An indexed work directory with a valid question set, its results, and the bad files above."""
+    from conftest import write_repo
+
+    root = tmp_path_factory.mktemp("edge")
+    write_repo(root / "repo")
+    (root / "empty_repo").mkdir()
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8", errors="surrogateescape")
+    (root / DS).parent.mkdir(parents=True, exist_ok=True)
+    (root / DS).write_text(json.dumps({"rag_questions": [{"question_id": "q1", "question": "load a LoRA adapter"}]}))
+    assert run_cli("index", "--repo_path", "repo", cwd=root).code == 0
+    assert run_cli("search_dataset", "--dataset_path", DS, cwd=root).code == 0
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``data/`` and ``ds/`` with its content: what a failed run must not touch."""
+    return {str(p.relative_to(root)): p.read_bytes() for d in ("data", "ds") for p in (root / d).rglob("*")
+            if p.is_file() and p.name != ".lock"}  # fmt: skip
+
+
+def test_the_suite_is_large_enough() -> None:
+    assert len(CASES) >= 40
+    assert {c.args[0] for c in CASES.values()} >= {"index", "search", "search_dataset", "evaluate", "answer",
+                                                   "answer_dataset"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_edge_case(name: str, edge_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+                   ) -> None:  # fmt: skip
+    expected = CASES[name]
+    monkeypatch.chdir(edge_dir)
+    before = snapshot(edge_dir)
+    code = main(list(expected.args))  # an exception here is the traceback a user would have seen
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert code == expected.code, (code, captured.err)
+    assert len(lines) == 1 and lines[0].startswith("fastrag: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    assert snapshot(edge_dir) == before  # a failed run never changes the index or an output
