@@ -71,7 +71,7 @@ def test_reindex_unchanged(benchmark: Any, bench_log: BenchLog, corpus: Path, in
     bench_log.add("build_index, nothing changed", f"{report.files} files checked", benchmark)
 
 
-def _mode_kwargs(retriever: Retriever, mode: str) -> dict[str, str]:
+def _mode_kwargs(retriever: Retriever, mode: str) -> dict[str, Any]:
     """``{"mode": mode}`` for a Retriever that has search modes; skips a non-default mode it lacks."""
     if "mode" in inspect.signature(retriever.search_many).parameters:
         return {} if mode == "default" else {"mode": mode}

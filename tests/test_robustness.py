@@ -247,7 +247,7 @@ def test_sigkill_during_embedding_keeps_previous_index(workdir: Path) -> None:
     assert proc.stderr is not None
     seen = b""
     while b"embedding:" not in seen:  # tqdm's bar: the model is loaded and embedding has begun
-        chunk = proc.stderr.read1(4096)
+        chunk = os.read(proc.stderr.fileno(), 4096)
         assert chunk, f"indexer ended before embedding: {seen.decode(errors='replace')[-500:]}"
         seen += chunk
     os.killpg(proc.pid, signal.SIGKILL)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fastrag import _core
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
 from fastrag.errors import UsageError, UserError
 from fastrag.fusion import rrf
 from fastrag.generations import LoadedIndex, load_index
 from fastrag.lexical import LexicalSearcher
+from fastrag.precision import DEPTH as PRECISION_DEPTH
+from fastrag.precision import FOCUS, FileTexts, Precision, recut
+from fastrag.query import analyse
 
 if TYPE_CHECKING:
     from fastrag.embed import Embedder
+    from fastrag.query import Query
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,10 @@ VECTOR_WEIGHT = 0.25
 #: guessing (nonsense queries top out near 0.31), and equal-weight fusion of weak vector
 #: lists cost 0.17 code R@1 on the public set.
 VECTOR_GATE = 0.6
+#: Whether searches run the precision stage (:mod:`fastrag.precision`) unless told otherwise:
+#: on, since in every mode it raised recall on both public sets at some k and lowered it at none
+#: (benches/RESULTS.md, "Ablation").
+PRECISION = True
 
 
 class Retriever:
@@ -54,24 +63,33 @@ class Retriever:
     def __init__(self, index: LoadedIndex, models_dir: Path = DEFAULT_MODELS_DIR) -> None:
         self.index = index
         self.lexical = LexicalSearcher(index.bm25)
+        self.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+        #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
+        #: :mod:`fastrag.precision` for why that is the default).
+        self.focus = FOCUS
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
+        self._texts: FileTexts | None = None
 
     @classmethod
     def open(cls, index_dir: Path = DEFAULT_INDEX_DIR, models_dir: Path = DEFAULT_MODELS_DIR) -> Retriever:
         """Load the live index of ``index_dir``."""
         return cls(load_index(index_dir), models_dir)
 
-    def search(self, query: str, k: int, mode: str = "hybrid") -> list[Hit]:
+    def search(self, query: str, k: int, mode: str = "hybrid", precision: bool | None = None) -> list[Hit]:
         """The ``k`` best spans for ``query``; empty for a blank query or ``k <= 0``."""
-        return self.search_many([query], k, mode)[0]
+        return self.search_many([query], k, mode, precision)[0]
 
-    def search_many(self, queries: Sequence[str], k: int, mode: str = "hybrid") -> list[list[Hit]]:
+    def search_many(
+        self, queries: Sequence[str], k: int, mode: str = "hybrid", precision: bool | None = None
+    ) -> list[list[Hit]]:
         """:meth:`search` for many queries at once (batched: one native call, one model call).
 
         ``mode`` is ``lexical``, ``vector`` or ``hybrid``; ``hybrid`` on an index without
-        vectors is lexical.
+        vectors is lexical. ``precision``: run the precision stage on each retriever's
+        candidates before fusion (default :data:`PRECISION`).
         """
+        precise = PRECISION if precision is None else precision
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if k <= 0:
@@ -81,6 +99,8 @@ class Retriever:
             raise UserError(f"the index in {self.index.path.parent} has no vectors: re-run `index` with vectors")
         chunks = self.index.chunks
         depth = max(k * OVERFETCH, FUSION_DEPTH) if mode == "hybrid" else k * OVERFETCH
+        if precise:
+            depth = max(depth, PRECISION_DEPTH)
         lexical = self.lexical.search_many(clean, depth) if mode != "vector" else None
         vector = self._vector_search(clean, depth) if mode != "lexical" and self.index.has_vectors else None
         results: list[list[Hit]] = []
@@ -88,18 +108,40 @@ class Retriever:
             if not query:
                 results.append([])
                 continue
-            weak = vector is not None and lexical is not None and (not vector[i] or vector[i][0][1] < VECTOR_GATE)
-            if vector is None or weak:
-                ranked = lexical[i] if lexical is not None else []
-            elif lexical is None:
-                ranked = vector[i]
+            lex = lexical[i] if lexical is not None else None
+            vec = vector[i] if vector is not None else None
+            weak = vec is not None and lex is not None and (not vec or vec[0][1] < VECTOR_GATE)
+            analysed = analyse(query, self.index.bm25) if precise else None
+            if analysed is not None:
+                lex = self.precision.rerank(analysed, lex) if lex is not None else None
+                vec = self.precision.rerank(analysed, vec, lexical=False) if vec is not None else None
+            if vec is None or weak:
+                ranked = lex if lex is not None else []
+            elif lex is None:
+                ranked = vec
             else:
                 ranked = rrf(
-                    [[cid for cid, _ in lexical[i]], [cid for cid, _ in vector[i]]],
-                    weights=[LEXICAL_WEIGHT, VECTOR_WEIGHT],
+                    [[cid for cid, _ in lex], [cid for cid, _ in vec]], weights=[LEXICAL_WEIGHT, VECTOR_WEIGHT]
                 )
-            results.append(distinct([Hit(*chunks.span(cid), score) for cid, score in ranked], k))
+            hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
+            if analysed is not None and self.focus > 0:
+                hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
+            results.append(distinct(hits, k))
         return results
+
+    def _recut(self, hits: list[Hit], query: Query) -> list[Hit]:
+        """``hits`` narrowed to :attr:`focus` characters around their densest evidence."""
+        if self._texts is None:
+            self._texts = FileTexts(self.index)
+        bm25 = self.index.bm25
+
+        def tokenize_lines(lines: list[str]) -> list[list[str]]:
+            return _core.tokenize_batch(lines, bm25.stopwords, bm25.min_len, bm25.parts, bm25.stem)
+
+        spans = recut(
+            [(h.file_path, h.start, h.end) for h in hits], query, bm25, self._texts, self.focus, tokenize_lines
+        )
+        return [Hit(path, lo, hi, h.score) for (path, lo, hi), h in zip(spans, hits)]
 
     def _vector_search(self, queries: list[str], depth: int) -> list[list[tuple[int, float]]]:
         vectors = self.index.vectors
@@ -133,7 +175,7 @@ def clean_query(query: str) -> str:
         return raw.decode("utf-8", "replace")
 
 
-def distinct(hits: list[Hit], k: int) -> list[Hit]:
+def distinct(hits: Iterable[Hit], k: int) -> list[Hit]:
     """The first ``k`` hits, skipping any that mostly overlaps a better hit of the same file."""
     kept: list[Hit] = []
     for hit in hits:

@@ -1,0 +1,283 @@
+"""The precision stage: re-rank a retriever's candidates, optionally re-cut their spans.
+
+The first stage (BM25, vectors) ranks ~2,000-character chunks on their own. Two signals it
+cannot see decide many of the questions it gets wrong (measured on the public sets, see
+``benches/ablation.py`` and README "Retrieval method"):
+
+* **the file's name** — "the rejection sampler", "vLLM's serve benchmark", "DeepSeek model's
+  forward method": the question names the module, and a test file or a copy elsewhere that
+  mentions the same words more often outranks it. A candidate whose file name (without
+  extension: ``rejection_sampler``, ``serve``, ``deepseek``) is spelt out by the question gets a
+  bonus of ``name_weight`` × the name's idf relative to the largest idf of the index, so a
+  distinctive name counts and ``utils`` hardly does;
+* **identifier variants** of the question (:func:`fastrag.query.identifier_variants`): the BM25
+  score of the joined spellings (``rejection_sampler``, ``deepseekmodel``), scaled by
+  ``variant_weight``, relative to the list's best score.
+
+The new score of a candidate is ``score / best score + variant bonus + name bonus``; the
+candidates are then sorted again. Both weights were tuned on the even-numbered public questions
+and checked on the odd ones (gains on both halves); the plateau is wide (variants 0.1–0.15,
+names 0.3–0.5).
+
+**Re-cutting** (``focus`` > 0, off by default): each returned span is narrowed to the window of
+at most ``focus`` characters (whole lines where they fit) that holds the densest query evidence — the sum over
+query terms of idf × a saturated count. Shorter spans can match very short ground truths
+(IoU > 0.05 needs a span under 20× the truth's length), but placed a little off they miss longer
+ones; on the public sets every width from 400 to 1,500 characters lost more than it gained,
+which is why it is off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import posixpath
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from fastrag import _core
+from fastrag.corpus import read_indexed_text
+from fastrag.errors import UserError
+from fastrag.generations import LoadedIndex
+from fastrag.query import Query
+
+#: Weight of the BM25 score of the identifier variants (relative to the best candidate's score).
+VARIANT_WEIGHT = 0.1
+#: Weight of a file-name match (× the name's idf / the index's largest idf).
+NAME_WEIGHT = 0.4
+#: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
+#: depend on ``k``); 30, 50 and 100 gave the same recall on the public sets.
+DEPTH = 30
+#: Width of re-cut spans in characters; 0 leaves the spans as the chunker cut them.
+FOCUS = 0
+#: Saturation of a term's count inside a re-cut window (BM25's k1 with no length part).
+WINDOW_K1 = 1.2
+
+
+class Scorer(Protocol):
+    """What the stage needs from the BM25 index."""
+
+    @property
+    def num_docs(self) -> int: ...
+
+    def score_docs(self, query: str, doc_ids: Sequence[int]) -> list[float]:
+        """BM25 score of each document for ``query``."""
+        ...
+
+    def tokenize(self, text: str) -> list[str]:
+        """Tokens of ``text`` under the index's tokenizer."""
+        ...
+
+    def idf(self, term: str) -> float:
+        """IDF of an exact index term (0.0 when unknown)."""
+        ...
+
+
+class Precision:
+    """Re-ranks candidate chunks (and re-cuts spans) for one index.
+
+    ``paths``: the index's file paths; ``file_of``: the file index of every chunk. Per-file work
+    (the name's tokens) is cached, so a dataset run pays for each file once.
+    """
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        paths: Sequence[str],
+        file_of: Sequence[int],
+        variant_weight: float = VARIANT_WEIGHT,
+        name_weight: float = NAME_WEIGHT,
+    ) -> None:
+        self.scorer = scorer
+        self.paths = paths
+        self.file_of = file_of
+        self.variant_weight = variant_weight
+        self.name_weight = name_weight
+        self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
+        self._names: dict[int, tuple[frozenset[str], float]] = {}
+
+    def rerank(
+        self, query: Query, ranked: Sequence[tuple[int, float]], lexical: bool = True
+    ) -> list[tuple[int, float]]:
+        """``ranked`` (chunk id, score; best first) re-scored and sorted again, best first.
+
+        ``lexical``: the scores are BM25 scores, so the variants' BM25 score can be added on
+        the same scale (a vector list gets the name bonus only).
+        """
+        if not ranked:
+            return []
+        best = ranked[0][1]
+        if best <= 0:
+            return list(ranked)
+        extra = [0.0] * len(ranked)
+        if lexical and query.variants and self.variant_weight:
+            extra = self.scorer.score_docs(" ".join(query.variants), [cid for cid, _ in ranked])
+        terms = query.all_terms
+        file_of = self.file_of
+        names: dict[int, float] = {}  # file index -> bonus, for this query
+        for file_index in {file_of[cid] for cid, _ in ranked}:
+            names[file_index] = self.name_weight * self._match(file_index, terms)
+        scale = self.variant_weight / best
+        rescored = [
+            (cid, score / best + scale * bonus + names[file_of[cid]]) for (cid, score), bonus in zip(ranked, extra)
+        ]
+        rescored.sort(key=lambda item: (-item[1], item[0]))
+        return rescored
+
+    def name_match(self, chunk_id: int, terms: frozenset[str]) -> float:
+        """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the
+        index's largest idf when every token of the name is among ``terms``, else 0."""
+        return self._match(self.file_of[chunk_id], terms)
+
+    def _match(self, file_index: int, terms: frozenset[str]) -> float:
+        tokens, weight = self._name(file_index)
+        return weight if tokens and tokens <= terms else 0.0
+
+    def _name(self, file_index: int) -> tuple[frozenset[str], float]:
+        cached = self._names.get(file_index)
+        if cached is None:
+            stem = file_stem(self.paths[file_index])
+            tokens = frozenset(self.scorer.tokenize(stem)) if stem else frozenset()
+            idf = max((self.scorer.idf(t) for t in tokens), default=0.0)
+            cached = (tokens, min(1.0, idf / self._max_idf))
+            self._names[file_index] = cached
+        return cached
+
+
+def file_stem(path: str) -> str:
+    """A file's name up to its first dot: ``a/rejection_sampler.py`` → ``rejection_sampler``,
+    ``cuda.inc.md`` → ``cuda``; empty for dot files."""
+    return posixpath.basename(path).split(".", 1)[0]
+
+
+def densest_span(
+    text: str,
+    start: int,
+    end: int,
+    weights: dict[str, float],
+    size: int,
+    tokenize_lines: Callable[[list[str]], list[list[str]]],
+) -> tuple[int, int]:
+    """The window of ``text[start:end]`` of at most ``size`` characters whose pieces hold the
+    most query evidence: ``sum(weights[t] * sat(count of t))``, ``sat`` saturating like BM25.
+
+    Pieces are lines; a line longer than a quarter of ``size`` is cut further, after a blank
+    where there is one (see :func:`_segments`). ``tokenize_lines`` tokenizes a list of pieces
+    (the index's tokenizer). Without evidence, or when the span already fits, the span is
+    returned unchanged; the result always lies inside ``[start, end)``.
+    """
+    if end - start <= size or not weights or size <= 0:
+        return start, end
+    import numpy as np  # only re-cutting needs it; lexical search starts faster without
+
+    piece = text[start:end]
+    bounds = np.array(_segments(piece, max(1, size // 4)), dtype=np.int64)
+    pieces = [piece[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    terms = list(weights)
+    column = {t: j for j, t in enumerate(terms)}
+    counts = np.zeros((len(pieces) + 1, len(terms)), dtype=np.float64)
+    for i, tokens in enumerate(tokenize_lines(pieces), 1):
+        for tok in tokens:
+            j = column.get(tok)
+            if j is not None:
+                counts[i, j] += 1.0
+    cumulative = np.cumsum(counts, axis=0)
+    first = np.arange(len(pieces))
+    # the last piece boundary a window starting at each piece reaches without passing `size`
+    last = np.searchsorted(bounds, bounds[:-1] + size, side="right") - 1
+    last = np.maximum(last, first + 1)
+    tf = cumulative[last] - cumulative[first]
+    w = np.array([weights[t] for t in terms], dtype=np.float64)
+    evidence = (tf * (WINDOW_K1 + 1.0) / (tf + WINDOW_K1)) @ w
+    best = int(np.argmax(evidence))
+    if evidence[best] <= 0:
+        return start, end
+    lo = int(bounds[best])
+    hi = min(int(bounds[last[best]]), lo + size)
+    return start + lo, start + hi
+
+
+def _segments(text: str, step: int) -> list[int]:
+    """Boundaries (from 0 to ``len(text)``) of the lines of ``text``, a line longer than
+    ``step`` being cut every ``step`` characters — just after the next blank when one comes
+    within ``step``, so that words stay whole."""
+    out: list[int] = []
+    starts = [*_core.line_starts(text), len(text)]
+    for a, b in itertools.pairwise(starts):
+        out.append(a)
+        pos = a + step
+        while pos < b:
+            blank = text.find(" ", pos, min(b, pos + step))
+            pos = blank + 1 if blank >= 0 else pos
+            if pos < b:
+                out.append(pos)
+            pos += step
+    out.append(len(text))
+    return out
+
+
+class FileTexts:
+    """The texts of an index's files, read from its repository on first use (then cached).
+
+    A file whose content no longer has the fingerprint it was indexed with (edited, removed)
+    gives ``None``: offsets computed on another content must not be re-cut.
+    """
+
+    def __init__(self, index: LoadedIndex) -> None:
+        self.index = index
+        self.repo = Path(str(index.manifest.get("repo_path") or ""))
+        root = str(index.manifest.get("display_root") or "")
+        self.prefix = f"{root}/" if root else ""
+        self._digests: dict[str, str] | None = None
+        self._texts: dict[str, str | None] = {}
+
+    def get(self, path: str) -> str | None:
+        """The text of the file shown as ``path`` in results, or ``None`` when unavailable."""
+        if path not in self._texts:
+            self._texts[path] = self._read(path)
+        return self._texts[path]
+
+    def _read(self, path: str) -> str | None:
+        if not path.startswith(self.prefix):
+            return None
+        rel = path[len(self.prefix) :]
+        digest = self._fingerprints().get(rel)
+        if digest is None:
+            return None
+        try:
+            return read_indexed_text(self.repo / rel, digest)
+        except UserError:
+            return None
+
+    def _fingerprints(self) -> dict[str, str]:
+        if self._digests is None:
+            try:
+                raw = json.loads((self.index.path / "files.json").read_text())
+                self._digests = {rel: str(record[2]) for rel, record in raw.items()}
+            except (OSError, ValueError, TypeError, KeyError, IndexError):
+                self._digests = {}
+        return self._digests
+
+
+def recut(
+    spans: Sequence[tuple[str, int, int]],
+    query: Query,
+    scorer: Scorer,
+    texts: FileTexts,
+    size: int,
+    tokenize_lines: Callable[[list[str]], list[list[str]]],
+) -> list[tuple[str, int, int]]:
+    """Every ``(path, start, end)`` narrowed by :func:`densest_span` to ``size`` characters
+    around its densest evidence for ``query`` (unchanged when its file cannot be read)."""
+    weights = {t: w for t in query.all_terms if (w := scorer.idf(t)) > 0}
+    out: list[tuple[str, int, int]] = []
+    for path, start, end in spans:
+        text = texts.get(path)
+        if text is None or end > len(text):
+            out.append((path, start, end))
+            continue
+        lo, hi = densest_span(text, start, end, weights, size, tokenize_lines)
+        out.append((path, lo, hi))
+    return out

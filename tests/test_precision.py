@@ -1,0 +1,269 @@
+"""The precision stage (re-ranking, re-cutting) and the query side (identifier variants)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastrag import _core
+from fastrag.chunking import chunk_file
+from fastrag.index import IndexParams, build_index
+from fastrag.precision import FileTexts, Precision, densest_span, file_stem, recut
+from fastrag.query import analyse, identifier_variants
+from fastrag.retrieve import Retriever
+
+FILLER = "".join(f"filler line number {i} about nothing in particular\n" for i in range(40))
+EVIDENCE = "def load_lora_adapter(name):\n    # load the lora adapter from disk\n    return lora_adapter_cache[name]\n"
+
+
+def lines_tokenizer(lines: list[str]) -> list[list[str]]:
+    """The default tokenizer, one list of tokens per line."""
+    return _core.tokenize_batch(lines)
+
+
+def weights_of(text: str) -> dict[str, float]:
+    """Equal weights for the tokens of ``text``."""
+    return dict.fromkeys(_core.tokenize(text), 1.0)
+
+
+# --------------------------------------------------------------------------- span choice
+
+
+def test_the_window_covers_the_densest_evidence() -> None:
+    text = FILLER + EVIDENCE + FILLER
+    lo, hi = densest_span(text, 0, len(text), weights_of("load lora adapter"), 300, lines_tokenizer)
+    assert text.index(EVIDENCE) >= lo
+    assert text.index(EVIDENCE) + len(EVIDENCE) <= hi
+    assert 0 < hi - lo <= 300
+    assert lo == 0 or text[lo - 1] == "\n"  # cut at a line start
+
+
+def test_more_evidence_beats_a_single_mention() -> None:
+    lone = "the adapter is mentioned here once\n"
+    text = lone + FILLER + EVIDENCE + FILLER
+    lo, hi = densest_span(text, 0, len(text), weights_of("load lora adapter"), 250, lines_tokenizer)
+    assert lo > len(lone)
+    assert text.index("def load_lora_adapter") < hi
+
+
+def test_idf_weights_decide_between_windows() -> None:
+    text = FILLER + "rare_term appears here\n" + FILLER + "common common common\n" + FILLER
+    weights = {"rare_term": 5.0, "common": 0.1}
+    lo, hi = densest_span(text, 0, len(text), weights, 200, lines_tokenizer)
+    assert "rare_term" in text[lo:hi]
+
+
+def test_span_is_unchanged_without_evidence_or_when_it_fits() -> None:
+    text = FILLER * 2
+    assert densest_span(text, 10, 1900, weights_of("lora adapter"), 300, lines_tokenizer) == (10, 1900)
+    assert densest_span(text, 10, 200, weights_of("filler"), 300, lines_tokenizer) == (10, 200)
+    assert densest_span(text, 10, 1900, {}, 300, lines_tokenizer) == (10, 1900)
+
+
+def test_a_line_longer_than_the_window_is_cut_around_its_evidence() -> None:
+    text = "x " * 100 + "\n" + "word " * 400 + "lora adapter " + "word " * 400 + "\n" + "y " * 100
+    lo, hi = densest_span(text, 0, len(text), weights_of("lora adapter"), 500, lines_tokenizer)
+    assert 0 < hi - lo <= 500
+    assert "lora adapter" in text[lo:hi]
+    assert text[lo - 1] in " \n"  # words stay whole
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["lora", "adapter", "load", "other", "words", "\n", " ", "é"]), max_size=400),
+    st.integers(min_value=24, max_value=400),
+    st.data(),
+)
+def test_windows_stay_inside_the_span(parts: list[str], size: int, data: st.DataObject) -> None:
+    text = " ".join(parts)
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    end = data.draw(st.integers(min_value=start, max_value=len(text)))
+    lo, hi = densest_span(text, start, end, weights_of("load lora adapter"), size, lines_tokenizer)
+    assert start <= lo <= hi <= end
+    assert (lo, hi) == (start, end) or 0 < hi - lo <= size  # narrowed, or left alone (no evidence)
+    if (lo, hi) != (start, end):  # a narrowed window holds evidence
+        assert set(_core.tokenize(text[lo:hi])) & {"load", "lora", "adapt"}
+
+
+def test_file_stem() -> None:
+    assert file_stem("data/raw/x/vllm/v1/sample/rejection_sampler.py") == "rejection_sampler"
+    assert file_stem("docs/getting_started/installation/gpu/cuda.inc.md") == "cuda"
+    assert file_stem("a/.gitignore") == ""
+
+
+# --------------------------------------------------------------------------- query side
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> _core.Bm25Index:
+    """A small BM25 index whose vocabulary has a few identifiers."""
+    return _core.Bm25Index.build(
+        [
+            "def load_lora_adapter(name): pass",
+            "class LoadLoraAdapter: pass",
+            "class DeepseekModel: the deepseek model",
+            "gpt2 weights and a model",
+            "the rejection sampler in rejection_sampler.py",
+        ]
+    )
+
+
+def test_adjacent_words_meet_their_identifiers(vocabulary: _core.Bm25Index) -> None:
+    found = identifier_variants("How do I load a LoRA adapter at runtime?", vocabulary)
+    assert found == []  # "a" sits between "load" and "LoRA": no run spells the identifier
+    found = identifier_variants("load lora adapter", vocabulary)
+    assert "load_lora_adapter" in found
+    assert vocabulary.tokenize("LoadLoraAdapter")[0] in found  # CamelCase, lowercased (and stemmed) whole
+
+
+def test_joined_words_and_camel_case(vocabulary: _core.Bm25Index) -> None:
+    assert identifier_variants("What is the DeepSeek model?", vocabulary) == ["deepseekmodel"]
+    assert identifier_variants("the rejection sampler", vocabulary) == ["rejection_sampler"]
+
+
+def test_variants_need_the_vocabulary_and_no_stopwords(vocabulary: _core.Bm25Index) -> None:
+    assert identifier_variants("unknown words together", vocabulary) == []
+    assert identifier_variants("for the model of the sampler", vocabulary) == []
+    # already a query term: not a variant
+    assert identifier_variants("rejection_sampler rejection sampler", vocabulary) == []
+
+
+def test_blank_query_gives_nothing(vocabulary: _core.Bm25Index) -> None:
+    for blank in ("", "   ", "\n\t"):
+        query = analyse(blank, vocabulary)
+        assert query.text == "" and not query.terms and not query.variants
+    query = analyse("the rejection sampler", vocabulary)
+    assert query.variants == ("rejection_sampler",)
+    assert "rejection_sampler" in query.all_terms and "sampler" in query.terms
+
+
+# --------------------------------------------------------------------------- re-ranking
+
+MODULE = '''"""Rejection sampler."""
+
+
+class RejectionSampler:
+    def forward(self, draft_probs, target_probs):
+        """draft_probs may be None when the proposer is n-gram based."""
+        if draft_probs is None:
+            return target_probs
+        return draft_probs
+'''
+TESTS = "".join(
+    f"""
+def test_rejection_sampler_{i}():
+    # the rejection sampler with draft_probs, again and again
+    sampler = RejectionSampler()
+    draft_probs = make_draft_probs({i})
+    assert sampler.forward(draft_probs, None) is draft_probs
+"""
+    for i in range(3)
+)
+REPO = {
+    "vllm/sample/rejection_sampler.py": MODULE,
+    "tests/sample/test_rejection_sampler.py": TESTS,
+    "docs/notes.md": "# Notes\n\n" + FILLER,
+}
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory) -> Retriever:
+    """A retriever over :data:`REPO`."""
+    root = tmp_path_factory.mktemp("precision")
+    for rel, text in REPO.items():
+        (root / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "repo" / rel).write_text(text)
+    build_index(root / "repo", root / "index", IndexParams(), display_root="repo", progress=False)
+    return Retriever.open(root / "index")
+
+
+QUESTION = "Can draft_probs be None in the rejection sampler?"
+
+
+def test_the_file_the_question_names_comes_first(retriever: Retriever) -> None:
+    plain = retriever.search(QUESTION, 3, "lexical", precision=False)
+    precise = retriever.search(QUESTION, 3, "lexical", precision=True)
+    assert plain[0].file_path == "repo/tests/sample/test_rejection_sampler.py"  # more mentions win in BM25
+    assert precise[0].file_path == "repo/vllm/sample/rejection_sampler.py"
+    assert {h.file_path for h in precise} == {h.file_path for h in plain}
+
+
+def test_name_bonus_follows_idf_and_whole_names(retriever: Retriever) -> None:
+    index = retriever.index
+    stage = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+    ids = {index.chunks.paths[index.chunks.file[c]]: c for c in range(len(index.chunks))}
+    query = analyse(QUESTION, index.bm25)
+    module = stage.name_match(ids["repo/vllm/sample/rejection_sampler.py"], query.all_terms)
+    assert 0 < module <= 1
+    assert stage.name_match(ids["repo/tests/sample/test_rejection_sampler.py"], query.all_terms) == 0
+    assert stage.name_match(ids["repo/docs/notes.md"], query.all_terms) == 0
+    unnamed = analyse("Can draft_probs be None?", index.bm25)
+    assert stage.name_match(ids["repo/vllm/sample/rejection_sampler.py"], unnamed.all_terms) == 0
+
+
+def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:
+    index = retriever.index
+    stage = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+    ranked = retriever.lexical.search(QUESTION, 20)
+    out = stage.rerank(analyse(QUESTION, index.bm25), ranked)
+    assert sorted(c for c, _ in out) == sorted(c for c, _ in ranked)
+    assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
+    assert stage.rerank(analyse(QUESTION, index.bm25), []) == []
+    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, variant_weight=0.0, name_weight=0.0)
+    assert [c for c, _ in silent.rerank(analyse(QUESTION, index.bm25), ranked)] == [c for c, _ in ranked]
+
+
+@pytest.mark.parametrize("focus", [0, 120, 400])
+def test_results_are_distinct_and_valid_spans(retriever: Retriever, focus: int) -> None:
+    retriever.focus = focus
+    try:
+        for question in (QUESTION, "rejection sampler draft probs target probs", "filler line about nothing"):
+            hits = retriever.search(question, 10, "lexical", precision=True)
+            assert hits
+            for h in hits:
+                text = (Path(retriever.index.manifest["repo_path"]) / h.file_path.removeprefix("repo/")).read_text()
+                assert 0 <= h.start < h.end <= len(text)
+                assert h.end - h.start <= 2000
+                if focus:
+                    assert h.end - h.start <= max(focus, 1)
+            for i, a in enumerate(hits):
+                for b in hits[i + 1 :]:
+                    if a.file_path == b.file_path:
+                        inter = min(a.end, b.end) - max(a.start, b.start)
+                        assert inter <= 0.3 * min(a.end - a.start, b.end - b.start)
+    finally:
+        retriever.focus = 0
+
+
+def test_blank_query_returns_nothing_with_precision(retriever: Retriever) -> None:
+    assert retriever.search("   ", 5, "lexical", precision=True) == []
+    assert retriever.search_many(["", QUESTION], 5, "lexical", precision=True)[0] == []
+
+
+def test_recut_leaves_changed_files_alone(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    text = FILLER + EVIDENCE + FILLER
+    (repo / "a.md").write_text(text)
+    build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
+    retriever = Retriever.open(tmp_path / "index")
+    texts = FileTexts(retriever.index)
+    assert texts.get("repo/a.md") == text
+    assert texts.get("elsewhere/a.md") is None
+    query = analyse("load lora adapter", retriever.index.bm25)
+    span = ("repo/a.md", 0, len(text))
+    (cut,) = recut([span], query, retriever.index.bm25, texts, 200, lines_tokenizer)
+    assert cut[2] - cut[1] <= 200 and "load_lora_adapter" in text[cut[1] : cut[2]]
+    (repo / "a.md").write_text(text.replace("filler", "FILLER"))  # same length, new content
+    fresh = FileTexts(retriever.index)
+    assert fresh.get("repo/a.md") is None
+    assert recut([span], query, retriever.index.bm25, fresh, 200, lines_tokenizer) == [span]
+
+
+def test_chunks_of_the_sample_are_long_enough_to_recut() -> None:
+    # guards the re-cut tests above: the evidence file must be cut into spans wider than the window
+    chunks = chunk_file("a.md", FILLER + EVIDENCE + FILLER, 2000)
+    assert max(c.end - c.start for c in chunks) > 400
