@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from fire.decorators import SetParseFn
 
+from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_INDEX_DIR,
@@ -24,10 +24,6 @@ from fastrag.config import (
     MAX_K,
 )
 from fastrag.errors import UsageError, UserError
-
-#: Smallest ``--max_chunk_size`` accepted: below it chunks stop carrying meaning.
-MIN_CHUNK_SIZE = 50
-
 
 CommandT = TypeVar("CommandT", bound=Callable[..., None])
 
@@ -41,42 +37,6 @@ def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
         return decorated
 
     return decorate
-
-
-def int_arg(name: str, value: Any, low: int, high: int) -> int:
-    """Check that a flag holds an integer in ``[low, high]`` (Fire passes raw Python values)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer() and low <= value <= high:
-            return int(value)
-        raise UsageError(f"--{name} must be an integer between {low} and {high}, got {value!r}")
-    if not low <= value <= high:
-        raise UsageError(f"--{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-def text_arg(name: str, value: Any) -> str:
-    """A free-text argument: Fire turns ``"42"`` into an int, so turn scalars back into text."""
-    if value is None or isinstance(value, (dict, list, tuple, set)):
-        raise UsageError(f"{name} must be text, got {value!r}")
-    text = value if isinstance(value, str) else str(value)
-    if not text.strip():
-        raise UsageError(f"{name} is empty")
-    return text
-
-
-def path_arg(name: str, value: Any) -> Path:
-    """A path argument."""
-    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
-        raise UsageError(f"--{name} needs a path, got {value!r}")
-    return Path(str(value))
-
-
-def mode_arg(value: Any) -> str:
-    """A search mode: lexical, vector or hybrid."""
-    modes = ("lexical", "vector", "hybrid")  # fastrag.retrieve.MODES, without importing it early
-    if value not in modes:
-        raise UsageError(f"--mode must be one of {', '.join(modes)}, got {value!r}")
-    return str(value)
 
 
 def _status(message: str) -> None:
@@ -302,6 +262,32 @@ class Commands:
             f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
         )
+
+    def serve(
+        self,
+        host: Any = "127.0.0.1",
+        port: Any = 5000,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        model: Any = None,
+    ) -> None:
+        """Serve the HTTP API and the page (search, streamed answers, indexing) until Ctrl-C.
+
+        One process keeps the index (reloaded when it changes on disk) and the model (loaded on the
+        first question) in memory. Paths given to the API must lie in data/.
+
+        Args:
+            host: address to listen on (default 127.0.0.1: this machine only).
+            port: TCP port (0..65535; 0 picks a free one).
+            index_dir: where the index lives.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+        """
+        address = text_arg("--host", host).strip()
+        number = int_arg("port", port, 0, 65535)
+        folder = path_arg("index_dir", index_dir)
+        name = None if model is None else text_arg("--model", model)
+        from fastrag.server import serve  # FastAPI is imported by this command only
+
+        serve(address, number, folder, name)
 
 
 def _target_size(max_chunk_size: int) -> int:

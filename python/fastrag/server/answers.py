@@ -1,0 +1,154 @@
+"""Answers in a long-running process: the model loaded once, generation serialised, tokens streamed.
+
+One worker thread owns the model: it loads it on the first question and then runs one generation at a
+time, so two requests never drive the pipeline together (each waits its turn in the worker's queue,
+which is bounded: past :data:`MAX_PENDING` waiting questions the server answers 503). Streaming
+callers get the text pieces through ``on_text`` as the model produces them, citations already
+expanded to ``[path:first-last]``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastrag.answer import prompt_for
+from fastrag.errors import UserError
+from fastrag.generate import Generator, load_generator, model_name, resolve_model
+from fastrag.models import MinimalSource
+from fastrag.prompt import (
+    DEFAULT_PROMPT_BUDGET,
+    EMPTY_ANSWER,
+    CitationStream,
+    Excerpt,
+    cited_excerpts,
+    clean_answer,
+    expand_citations,
+    finish_answer,
+)
+from fastrag.server.errors import ApiError
+from fastrag.server.texts import RootedSpanReader, SourceTexts
+
+#: Questions that may wait for the model at once; more get 503.
+MAX_PENDING = 8
+
+
+@dataclass(slots=True)
+class Answer:
+    """A generated answer: the saved form (``answer``), the model's text alone (``body``), what it cites."""
+
+    answer: str
+    body: str
+    excerpts: list[Excerpt] = field(default_factory=list)
+    prompt_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def cited(self) -> list[Excerpt]:
+        """The excerpts the answer cites (all of them when it cites none by itself)."""
+        return cited_excerpts(self.answer, self.excerpts) or self.excerpts
+
+
+class Answerer:
+    """Owns the language model of the process; see the module docstring."""
+
+    def __init__(self, model: str | None, models_dir: Path, texts: SourceTexts) -> None:
+        self.model = model
+        self.models_dir = models_dir
+        self.texts = texts
+        self.load_seconds: float | None = None
+        self._generator: Generator | None = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-generate")
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The model asked for (argument, ``$FASTRAG_MODEL`` or the default)."""
+        return model_name(self.model)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._generator is not None
+
+    def _submit(self, job: Callable[[], Any]) -> Future[Any]:
+        with self._lock:
+            if self._pending >= MAX_PENDING:
+                raise ApiError(503, f"busy: {self._pending} questions are waiting for the model, try again later")
+            self._pending += 1
+        try:
+            future = self._worker.submit(job)
+        except RuntimeError as exc:  # shutting down
+            with self._lock:
+                self._pending -= 1
+            raise ApiError(503, "the server is shutting down") from exc
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _: Future[Any]) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    def _load(self) -> Generator:
+        """The model, loaded on first use (runs on the worker thread); 503 when it cannot be had."""
+        if self._generator is None:
+            try:
+                spec = resolve_model(self.model, self.models_dir, allow_export=False)
+                self._generator = load_generator(spec)
+            except UserError as exc:
+                raise ApiError(503, str(exc)) from exc
+            self.load_seconds = self._generator.info.seconds
+        return self._generator
+
+    def ensure_loaded(self) -> Future[Any]:
+        """Load the model if needed, in turn with the generations queued before."""
+        return self._submit(self._load)
+
+    def generate(
+        self,
+        question: str,
+        sources: Sequence[MinimalSource],
+        max_new_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Future[Any]:
+        """Queue the answer to ``question`` from ``sources``; the future's result is an :class:`Answer`."""
+        return self._submit(lambda: self._generate(question, sources, max_new_tokens, on_text))
+
+    def _generate(
+        self,
+        question: str,
+        sources: Sequence[MinimalSource],
+        max_new_tokens: int,
+        on_text: Callable[[str], None] | None,
+    ) -> Answer:
+        started = time.perf_counter()
+        generator = self._load()
+        prompt = prompt_for(generator, question, sources, DEFAULT_PROMPT_BUDGET, RootedSpanReader(self.texts))
+        stream = CitationStream(prompt.excerpts)
+
+        def show(text: str) -> None:
+            piece = stream.feed(text)
+            if piece and on_text is not None:
+                on_text(piece)
+
+        raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
+        tail = stream.flush()
+        if tail and on_text is not None:
+            on_text(tail)
+        return Answer(
+            answer=finish_answer(raw, prompt.excerpts),
+            body=clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER,
+            excerpts=prompt.excerpts,
+            prompt_tokens=prompt.tokens,
+            seconds=time.perf_counter() - started,
+        )
+
+    def close(self) -> None:
+        """Stop taking questions; the one being generated finishes."""
+        self._worker.shutdown(wait=False, cancel_futures=True)

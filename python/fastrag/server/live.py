@@ -1,0 +1,99 @@
+"""The live index of a long-running process: loaded once, reloaded when ``CURRENT`` changes on disk.
+
+Every request asks :meth:`LiveIndex.current`, which costs one ``stat`` of the ``CURRENT`` file while the
+index is unchanged. When an indexer (``POST /index``, or ``python -m fastrag index`` in another
+process) publishes a new generation, the next request loads it; requests already running finish on
+the generation they started with, which stays in memory, so nobody ever sees half of an index.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastrag.errors import UserError
+from fastrag.generations import CURRENT_FILE, current_generation, load_index
+from fastrag.retrieve import Hit, Retriever
+from fastrag.server.errors import ApiError
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """One loaded generation: its retriever, its name, and the files it indexes."""
+
+    retriever: Retriever
+    generation: str
+    paths: frozenset[str]
+    corpus_root: Path | None
+    _vector_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def search(self, query: str, k: int, mode: str) -> list[Hit]:
+        """Search this generation; vector work is serialised (the embedder is single-threaded)."""
+        if mode != "lexical" and self.retriever.index.has_vectors:
+            with self._vector_lock:
+                return self.retriever.search(query, k, mode)
+        return self.retriever.search(query, k, mode)
+
+
+class LiveIndex:
+    """Keeps the live generation of ``index_dir`` loaded and notices when another one is published."""
+
+    def __init__(self, index_dir: Path, models_dir: Path) -> None:
+        self.index_dir = index_dir
+        self.models_dir = models_dir
+        self.reloads = 0
+        self._live: Live | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        self._lock = threading.Lock()
+
+    def _current_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.index_dir / CURRENT_FILE)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def current(self) -> Live:
+        """The live generation, loaded now if ``CURRENT`` changed; :class:`ApiError` 503 when there is none."""
+        stamp = self._current_stamp()
+        live = self._live
+        if live is not None and stamp == self._stamp:
+            return live
+        with self._lock:
+            if self._live is not None and stamp == self._stamp:
+                return self._live
+            gen = current_generation(self.index_dir)
+            if gen is None:
+                hint = "build it with POST /index or `python -m fastrag index`"
+                raise ApiError(503, f"no index in {self.index_dir}: {hint}")
+            if self._live is None or gen.name != self._live.generation:
+                try:
+                    loaded = load_index(self.index_dir)
+                    if loaded.has_vectors:
+                        _ = loaded.vectors  # now: the generation's folder may be pruned while it is live here
+                except UserError as exc:
+                    raise ApiError(503, str(exc)) from exc
+                repo = loaded.manifest.get("repo_path")
+                self._live = Live(
+                    Retriever(loaded, self.models_dir),
+                    loaded.path.name,
+                    frozenset(loaded.chunks.paths),
+                    Path(repo) if isinstance(repo, str) and repo else None,
+                )
+                self.reloads += 1
+            self._stamp = stamp
+            return self._live
+
+    @property
+    def loaded(self) -> Live | None:
+        """The generation in memory, without checking ``CURRENT`` (``None`` before the first load)."""
+        return self._live
+
+    def peek(self) -> Live | None:
+        """The live generation if one can be loaded, else ``None`` (never raises a user error)."""
+        try:
+            return self.current()
+        except ApiError:
+            return None

@@ -1,0 +1,72 @@
+"""The text of indexed files, read relative to the project root: span snippets and line numbers.
+
+Search results and cited spans are shown with their text and their line range; files are read once and
+kept in an LRU cache bounded by characters (cleared when the live index changes: offsets belong to it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastrag.errors import UserError
+from fastrag.prompt import SpanReader
+from fastrag.server.cache import LruCache
+
+#: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
+MAX_CACHED_CHARS = 64_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class FileText:
+    """A decoded file."""
+
+    text: str
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line holding character ``offset``."""
+        return self.text.count("\n", 0, offset) + 1
+
+    def lines(self, start: int, end: int) -> tuple[int, int]:
+        """First and last line (1-based) of ``text[start:end]``; an empty span is on the line of ``start``."""
+        first = self.line_of(start)
+        return first, first + self.text.count("\n", start, max(start, end - 1))
+
+
+class SourceTexts:
+    """Reads indexed files under ``root`` (``Path.read_bytes().decode('utf-8', 'replace')``, as the prompt does)."""
+
+    def __init__(self, root: Path, max_chars: int = MAX_CACHED_CHARS) -> None:
+        self.root = root
+        self._cache: LruCache[str, FileText] = LruCache(max_chars, lambda found: len(found.text) + 1)
+
+    def get(self, file_path: str) -> FileText | None:
+        """The file named as in the index (relative to the root, or absolute); ``None`` when unreadable."""
+        found = self._cache.get(file_path)
+        if found is None:
+            try:
+                data = (self.root / file_path).read_bytes()
+            except OSError:
+                return None
+            found = FileText(data.decode("utf-8", errors="replace"))
+            self._cache.put(file_path, found)
+        return found
+
+    def clear(self) -> None:
+        """Forget every file (the index changed: offsets may now refer to newer contents)."""
+        self._cache.clear()
+
+
+class RootedSpanReader(SpanReader):
+    """The prompt's :class:`~fastrag.prompt.SpanReader`, reading files relative to the project root."""
+
+    def __init__(self, texts: SourceTexts) -> None:
+        super().__init__()
+        self._texts = texts
+
+    def text(self, file_path: str) -> str:
+        """The whole decoded file; a :class:`UserError` when it cannot be read."""
+        found = self._texts.get(file_path)
+        if found is None:
+            raise UserError(f"cannot read source {file_path}")
+        return found.text

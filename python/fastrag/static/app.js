@@ -1,0 +1,263 @@
+// The page: search (GET /search), ask (POST /answer, streamed as server-sent events read with fetch),
+// and a dialog showing a cited span (GET /span). Everything comes from this server.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const form = $("search-form");
+  const query = $("query");
+  const kInput = $("k");
+  const mode = $("mode");
+  const askButton = $("ask-button");
+  const searchButton = $("search-button");
+  const status = $("status");
+  const results = $("results");
+  const answerSection = $("answer-section");
+  const answerBox = $("answer");
+  const cited = $("cited");
+  const citedHeading = $("cited-heading");
+  const dialog = $("span-dialog");
+  const CITATION = /\[([^\[\]\s:]+):(\d+)-(\d+)\]/g;
+
+  function say(message, isError = false) {
+    status.textContent = message;
+    status.classList.toggle("error", isError);
+    status.setAttribute("role", isError ? "alert" : "status");
+  }
+
+  function params() {
+    return { query: query.value.trim(), k: Number(kInput.value), mode: mode.value };
+  }
+
+  async function errorOf(response) {
+    try {
+      const body = await response.json();
+      return body.error || `HTTP ${response.status}`;
+    } catch (_) {
+      return `HTTP ${response.status}`;
+    }
+  }
+
+  function lineLabel(first, last) {
+    if (first == null) return "";
+    return first === last ? `line ${first}` : `lines ${first}–${last}`;
+  }
+
+  // ------------------------------------------------------------------ search
+
+  function renderResults(data) {
+    results.replaceChildren();
+    for (const hit of data.results) {
+      const li = document.createElement("li");
+      li.className = "result";
+      li.id = `result-${hit.rank}`;
+      const head = document.createElement("div");
+      head.className = "result-head";
+      const path = document.createElement("a");
+      path.className = "path";
+      path.href = spanUrl(hit.file_path, hit.first_character_index, hit.last_character_index);
+      path.textContent = hit.file_path;
+      path.addEventListener("click", (event) => {
+        event.preventDefault();
+        openSpan(hit.file_path, hit.first_character_index, hit.last_character_index);
+      });
+      const where = document.createElement("span");
+      where.className = "where";
+      where.textContent = `${lineLabel(hit.first_line, hit.last_line)} · characters ` +
+        `${hit.first_character_index}–${hit.last_character_index} · score ${hit.score.toFixed(2)}`;
+      head.append(path, where);
+      const pre = document.createElement("pre");
+      pre.className = "code";
+      pre.tabIndex = 0;
+      pre.setAttribute("aria-label", `${hit.file_path}, ${lineLabel(hit.first_line, hit.last_line)}`);
+      FastragSyntax.render(pre, hit.text ?? "(file not readable)", hit.file_path, hit.first_line);
+      li.append(head, pre);
+      results.appendChild(li);
+    }
+  }
+
+  async function search(event) {
+    event.preventDefault();
+    const p = params();
+    if (!p.query) {
+      say("Type a question first.", true);
+      query.focus();
+      return;
+    }
+    const started = performance.now();
+    say("Searching…");
+    searchButton.disabled = true;
+    try {
+      const url = `/search?${new URLSearchParams({ query: p.query, k: String(p.k), mode: p.mode })}`;
+      const response = await fetch(url, { headers: { accept: "application/json" } });
+      if (!response.ok) {
+        say(await errorOf(response), true);
+        return;
+      }
+      const data = await response.json();
+      renderResults(data);
+      const ms = Math.round(performance.now() - started);
+      const cache = response.headers.get("x-cache") === "hit" ? ", cached" : "";
+      say(data.results.length ? `${data.results.length} results in ${ms} ms${cache}.` : "No match.");
+    } catch (error) {
+      say(`Search failed: ${error.message}`, true);
+    } finally {
+      searchButton.disabled = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ answers
+
+  function spanUrl(path, start, end) {
+    return `/span?${new URLSearchParams({ path, start: String(start), end: String(end) })}`;
+  }
+
+  function citationLink(path, start, end, label) {
+    const a = document.createElement("a");
+    a.className = "citation";
+    a.href = spanUrl(path, start, end);
+    a.textContent = label;
+    a.dataset.path = path;
+    a.addEventListener("click", (event) => {
+      event.preventDefault();
+      openSpan(path, Number(start), Number(end));
+    });
+    return a;
+  }
+
+  // Answer text with every [path:first-last] turned into a link that opens the span.
+  function renderAnswer(text) {
+    answerBox.replaceChildren();
+    let at = 0;
+    for (const m of text.matchAll(CITATION)) {
+      answerBox.append(document.createTextNode(text.slice(at, m.index)));
+      answerBox.append(citationLink(m[1], m[2], m[3], m[0]));
+      at = m.index + m[0].length;
+    }
+    answerBox.append(document.createTextNode(text.slice(at)));
+  }
+
+  function renderCited(payload) {
+    cited.replaceChildren();
+    for (const c of payload.cited) {
+      const li = document.createElement("li");
+      li.append(citationLink(c.file_path, c.first_character_index, c.last_character_index, c.citation));
+      cited.appendChild(li);
+    }
+    citedHeading.hidden = payload.cited.length === 0;
+  }
+
+  // Parse a server-sent-events body as it arrives; call onEvent(name, data) for each event.
+  async function readEvents(response, onEvent) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let name = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  async function ask() {
+    const p = params();
+    if (!p.query) {
+      say("Type a question first.", true);
+      query.focus();
+      return;
+    }
+    answerSection.hidden = false;
+    answerBox.dataset.state = "streaming";
+    answerBox.dataset.pieces = "0";
+    answerBox.setAttribute("aria-busy", "true");
+    answerBox.replaceChildren();
+    cited.replaceChildren();
+    citedHeading.hidden = true;
+    askButton.disabled = true;
+    say("Thinking… (the model loads on the first question)");
+    const started = performance.now();
+    let text = "";
+    try {
+      const response = await fetch("/answer", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({ query: p.query, k: p.k, mode: p.mode, stream: true }),
+      });
+      if (!response.ok) {
+        answerBox.dataset.state = "error";
+        say(await errorOf(response), true);
+        return;
+      }
+      await readEvents(response, (name, data) => {
+        if (name === "message") {
+          text += data;
+          answerBox.dataset.pieces = String(Number(answerBox.dataset.pieces) + 1);
+          renderAnswer(text);
+        } else if (name === "sources") {
+          renderAnswer(data.answer);
+          renderCited(data);
+        } else if (name === "error") {
+          answerBox.dataset.state = "error";
+          say(data.error, true);
+        } else if (name === "done") {
+          answerBox.dataset.state = "done";
+          say(`Answered in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+        }
+      });
+      if (answerBox.dataset.state === "streaming") {
+        answerBox.dataset.state = "error";
+        say("The answer stream ended early.", true);
+      }
+    } catch (error) {
+      answerBox.dataset.state = "error";
+      say(`Asking failed: ${error.message}`, true);
+    } finally {
+      answerBox.setAttribute("aria-busy", "false");
+      askButton.disabled = false;
+    }
+  }
+
+  // ------------------------------------------------------------------ cited spans
+
+  async function openSpan(path, start, end) {
+    const code = $("span-code");
+    $("span-title").textContent = path;
+    $("span-where").textContent = "Loading…";
+    code.replaceChildren();
+    if (!dialog.open) dialog.showModal();
+    try {
+      const response = await fetch(spanUrl(path, start, end));
+      if (!response.ok) {
+        $("span-where").textContent = await errorOf(response);
+        return;
+      }
+      const span = await response.json();
+      $("span-where").textContent = `${lineLabel(span.first_line, span.last_line)} · characters ${span.start}–${span.end}`;
+      FastragSyntax.render(code, span.text, span.file_path, span.first_line);
+      code.scrollTop = 0;
+      code.focus();
+    } catch (error) {
+      $("span-where").textContent = `Could not load the span: ${error.message}`;
+    }
+  }
+
+  $("span-close").addEventListener("click", () => dialog.close());
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) dialog.close(); // a click on the backdrop
+  });
+  form.addEventListener("submit", search);
+  askButton.addEventListener("click", ask);
+  document.body.dataset.ready = "true";
+})();

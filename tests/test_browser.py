@@ -1,0 +1,155 @@
+"""The page end to end in a real browser: ``python -m fastrag serve`` on a free port, headless Chromium.
+
+Debian's ``chromium`` and ``chromium-driver`` drive it through Selenium (``.ci/run`` installs them); when
+they are missing the test fails with the command that installs them, it never skips. The answer comes
+from the tiny random Qwen3 GGUF, so the test checks behaviour (results, streamed text, citations that
+open their span), not wording.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import write_repo
+from fastrag.index import build_index
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+INSTALL_HINT = "install them with `apt-get install -y chromium chromium-driver` (.ci/run does)"
+START_TIMEOUT_S = 60
+WAIT_S = 60
+
+
+def browser_paths() -> tuple[Path, Path]:
+    """The system Chromium and its driver; a test failure (not a skip) when either is missing."""
+    browser = CHROMIUM if CHROMIUM.exists() else Path(shutil.which("chromium") or CHROMIUM)
+    driver = CHROMEDRIVER if CHROMEDRIVER.exists() else Path(shutil.which("chromedriver") or CHROMEDRIVER)
+    missing = [str(p) for p in (browser, driver) if not p.exists()]
+    if missing:
+        pytest.fail(f"{' and '.join(missing)} missing: {INSTALL_HINT}")
+    return browser, driver
+
+
+@pytest.fixture()
+def server(tmp_path: Path, tiny_gguf: Path) -> Iterator[str]:
+    """``python -m fastrag serve --port 0`` in a project holding the sample repository; yields its address."""
+    write_repo(tmp_path / "data/raw/repo")
+    build_index(tmp_path / "data/raw/repo", tmp_path / "data/processed", display_root="data/raw/repo", progress=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "serve", "--port", "0", "--model", str(tiny_gguf)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"},
+    )
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    try:
+        line = first[0].strip() if first else ""
+        prefix = "fastrag serving on http://127.0.0.1:"
+        if not line.startswith(prefix):
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"the server did not start: stdout {line!r}, stderr {err[-2000:]!r}")
+        yield line.split(" on ", 1)[1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (0, -15), proc.returncode
+
+
+@pytest.fixture()
+def browser() -> Iterator[Any]:
+    """Headless Chromium driven by the system chromedriver, its console log recorded."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = browser_paths()
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(binary)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                 "--window-size=1280,1400", "--disable-extensions", "--no-first-run"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(driver_path)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_page_search_ask_and_open_a_citation(server: str, browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(server + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    assert browser.title == "fastrag"
+
+    # search: results appear with path, line range and a highlighted snippet
+    query = browser.find_element(By.ID, "query")
+    query.send_keys("How do I load a LoRA adapter with load_lora_adapter?")
+    browser.find_element(By.ID, "k").clear()
+    browser.find_element(By.ID, "k").send_keys("3")
+    browser.find_element(By.ID, "search-button").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results li.result"))
+    results = browser.find_elements(By.CSS_SELECTOR, "#results li.result")
+    assert 1 <= len(results) <= 3
+    paths = [r.find_element(By.CSS_SELECTOR, ".path").text for r in results]
+    assert "data/raw/repo/pkg/engine.py" in paths and all(p.startswith("data/raw/repo/") for p in paths)
+    engine = results[paths.index("data/raw/repo/pkg/engine.py")]
+    assert "line" in engine.find_element(By.CSS_SELECTOR, ".where").text
+    assert engine.find_elements(By.CSS_SELECTOR, "pre.code .line")
+    keywords = {e.text for e in engine.find_elements(By.CSS_SELECTOR, ".tok-keyword")}
+    assert {"def", "class"} & keywords, keywords
+    assert "results in" in browser.find_element(By.ID, "status").text
+
+    # ask: the answer streams in, then its cited sources
+    browser.find_element(By.ID, "ask-button").click()
+    answer = browser.find_element(By.ID, "answer")
+    wait.until(lambda d: answer.get_attribute("data-state") in ("done", "error"))
+    assert answer.get_attribute("data-state") == "done", browser.find_element(By.ID, "status").text
+    assert int(answer.get_attribute("data-pieces") or 0) >= 1, "no streamed text event arrived"
+    assert answer.text.strip()
+    citations = answer.find_elements(By.CSS_SELECTOR, "a.citation")
+    assert citations and citations[0].text.startswith("[data/raw/repo/")
+    assert browser.find_elements(By.CSS_SELECTOR, "#cited a.citation")
+
+    # a citation opens the cited span, with its line numbers
+    cited = citations[0].text.strip("[]")
+    citations[0].click()
+    dialog = browser.find_element(By.ID, "span-dialog")
+    wait.until(
+        lambda d: dialog.get_attribute("open") is not None and d.find_elements(By.CSS_SELECTOR, "#span-code .line")
+    )
+    assert browser.find_element(By.ID, "span-title").text == cited.rsplit(":", 1)[0]
+    assert "line" in browser.find_element(By.ID, "span-where").text
+    start, end = (int(n) for n in cited.rsplit(":", 1)[1].split("-"))
+    expected = (tmp_path / cited.rsplit(":", 1)[0]).read_text(encoding="utf-8")[start:end]
+    shown = browser.find_element(By.ID, "span-code").get_attribute("textContent")
+    assert shown == expected.rstrip("\n") or shown == expected
+
+    shot = tmp_path / "page.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    browser.find_element(By.ID, "span-close").click()
+    assert dialog.get_attribute("open") is None
+
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors  # a blocked asset or script error (the content security policy allows only 'self')
