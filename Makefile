@@ -22,7 +22,10 @@ help:  ## list the targets
 
 install:  ## install uv if missing, then the package (release build of the Rust core) and dev tools
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
+	@# the package itself is an editable source tree: compile it too, so that a process never
+	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
+	$(PY) -m compileall -q python/fastrag
 
 data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
 	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
@@ -51,9 +54,19 @@ test: data  ## the whole suite: Rust unit tests, then pytest
 	cargo test --quiet
 	$(RUN) pytest -q
 
-bench:  ## criterion benches and pytest-benchmark runs; refreshes benches/RESULTS.md
-	cargo bench --bench core
-	$(RUN) pytest benches -q --benchmark-only
+BENCH_STEP     = $(PY) benches/report.py step
+CRITERION_ARGS ?=
+bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, plots; rewrites benches/RESULTS.md
+	$(UV) sync --frozen --inexact --group dev --group bench
+	$(PY) benches/report.py start
+	$(BENCH_STEP) criterion -- cargo bench --bench core $(if $(CRITERION_ARGS),-- $(CRITERION_ARGS))
+	$(BENCH_STEP) pytest-benchmark -- $(RUN) pytest benches -q --benchmark-only
+	$(BENCH_STEP) peers -- $(PY) benches/peers.py
+	$(BENCH_STEP) scaling -- $(PY) benches/scaling.py
+	$(BENCH_STEP) threads -- $(PY) benches/threads.py
+	$(BENCH_STEP) modes -- $(PY) benches/modes.py
+	$(BENCH_STEP) plots -- $(PY) benches/plots.py
+	$(PY) benches/report.py finish
 
 lint:  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
 	$(RUN) ruff check python tests benches
@@ -75,13 +88,27 @@ clean:  ## remove caches, the index and outputs
 	rm -rf data/processed data/output .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks
 	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +
 
-fclean: clean  ## also remove the virtualenv, the Rust build, the corpus and datasets
-	rm -rf .venv target data/raw data/datasets python/fastrag/_core*.so
+fclean: clean  ## also remove the virtualenv, the Rust build, the corpus, datasets and bench data
+	rm -rf .venv target data/raw data/datasets data/bench data/processed-ablation python/fastrag/_core*.so
 
 .PHONY: bench-peers
 bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens; refreshes benches/RESULTS.md
 	$(UV) sync --frozen --group bench --group dev
 	$(PY) benches/peers.py
+
+.PHONY: ablation
+ablation: data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
+	$(PY) benches/ablation.py
+
+.PHONY: server bench-server
+SERVER_HOST  ?= 127.0.0.1
+SERVER_PORT  ?= 5000
+SERVER_MODEL ?=
+server:  ## HTTP API + page on http://127.0.0.1:5000 (SERVER_HOST, SERVER_PORT; SERVER_MODEL=smollm2 offline); Ctrl-C stops
+	$(PY) -m fastrag serve --host $(SERVER_HOST) --port $(SERVER_PORT) $(if $(SERVER_MODEL),--model $(SERVER_MODEL))
+
+bench-server:  ## 1000 /search requests, 8 concurrent, to a real server (p50/p99, req/s); refreshes benches/RESULTS.md
+	$(PY) benches/server_load.py
 
 .PHONY: fuzz fuzz-long
 FUZZ_SECONDS      ?= 25
