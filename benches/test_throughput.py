@@ -130,3 +130,59 @@ def test_search_dataset_subprocess(benchmark: Any, bench_log: BenchLog, index_di
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
     assert (tmp_path / DATASET_100.name).is_file()
     bench_log.add("search_dataset (subprocess)", f"{n} questions, k={K}, `python -m fastrag`, default mode", benchmark)
+
+
+@pytest.fixture(scope="module")
+def hybrid_retriever(corpus: Path) -> Retriever:
+    """The shipped search path over an index with vectors (``index --vectors docs``).
+
+    Shares ``data/bench/modes-index`` with ``benches/modes.py``: built (or brought up to date,
+    re-embedding nothing its cache holds) here.
+    """
+    from modes import INDEX_DIR, VECTORS
+
+    build_index(corpus, INDEX_DIR, IndexParams(embed=VECTORS), display_root=DISPLAY_ROOT, progress=False)
+    return Retriever.open(INDEX_DIR)
+
+
+def test_hybrid_search_single(
+    benchmark: Any, bench_log: BenchLog, hybrid_retriever: Retriever, questions: list[str]
+) -> None:
+    """Hybrid ``Retriever.search`` (BM25 + query embedding + int8 vectors + RRF), one question per call."""
+    assert hybrid_retriever.index.has_vectors
+    cycle = itertools.cycle(questions)
+    hits = benchmark(lambda: hybrid_retriever.search(next(cycle), K, mode="hybrid"))
+    assert len(hits) == K
+    bench_log.add("Retriever.search, hybrid with vectors", f"1 question, k={K}", benchmark)
+
+
+def test_hybrid_search_many_1000(
+    benchmark: Any, bench_log: BenchLog, hybrid_retriever: Retriever, questions: list[str]
+) -> None:
+    """Hybrid ``Retriever.search_many`` of 1000 questions in one warm process (issue 3, B3: ≤ 3 s)."""
+    batch = list(itertools.islice(itertools.cycle(questions), 1000))
+    results = benchmark.pedantic(
+        hybrid_retriever.search_many, args=(batch, K), kwargs={"mode": "hybrid"}, rounds=2, iterations=1,
+        warmup_rounds=1,
+    )  # fmt: skip
+    assert len(results) == 1000 and all(results)
+    bench_log.add("Retriever.search_many, hybrid with vectors", f"1000 questions, k={K}", benchmark)
+
+
+def test_answer_tiny_model(benchmark: Any, bench_log: BenchLog, index_dir: Path, tmp_path: Path) -> None:
+    """``fastrag.answer.answer`` end to end with the tiny random Qwen3 of the test suite (model cached).
+
+    Measures fastrag's own overhead around generation (retrieval, prompt under a token budget,
+    citations, atomic save); the real models' figures are in the Answers section.
+    """
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_qwen3 import write_tiny_qwen3
+
+    from fastrag.answer import answer
+
+    model = str(write_tiny_qwen3(tmp_path / "tiny-qwen3.gguf"))
+    cycle = itertools.cycle(["How do I load a LoRA adapter at runtime?", "Which sampling parameters exist?"])
+    kwargs = {"model": model, "index_dir": index_dir, "save_directory": tmp_path / "out", "max_new_tokens": 16}
+    result = benchmark.pedantic(lambda: answer(next(cycle), 5, **kwargs), rounds=5, iterations=1, warmup_rounds=1)
+    assert result.sources and (tmp_path / "out/answer.json").is_file()
+    bench_log.add("answer, tiny Qwen3 (16 new tokens)", "retrieve 5 + prompt + generate + save", benchmark)

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, write_repo
 from fastrag import embed as embed_module
 from fastrag.chunking import Chunk
-from fastrag.embed import DIM, MODEL_NAME, Embedder, find_model, model_fingerprint
+from fastrag.embed import DIM, MODEL_NAME, QUERY_WIDTH, Embedder, find_model, model_fingerprint
 from fastrag.errors import UserError
 from fastrag.generations import load_index
 from fastrag.index import IndexParams, build_index, primary_chunks
@@ -81,8 +81,14 @@ def test_truncation_and_queries(embedder: Embedder) -> None:
     a, b = embedder.embed([long_a, long_b], 16)
     assert np.array_equal(a, b)  # they differ only after the first 16 tokens
     q = embedder.embed_queries(["what is vLLM?", "   ", ""])
-    assert np.array_equal(q[0], embedder.embed(["what is vLLM?"])[0])
     assert not q[1:].any()
+    # short queries: static-shape requests, the same vector alone or in any batch, ~ embed()'s
+    batch = embedder.embed_queries(["what is vLLM?", INSTALL, LORA, SCHEDULER] * 5)
+    assert np.array_equal(batch[0], q[0]) and np.array_equal(batch[16], q[0])
+    assert float(batch[0] @ embedder.embed(["what is vLLM?"])[0]) > 0.9999
+    # a query longer than QUERY_WIDTH tokens goes through embed() itself
+    assert max(embedder.token_counts([long_b])) > QUERY_WIDTH
+    assert np.array_equal(embedder.embed_queries([long_b])[0], embedder.embed([long_b])[0])
     assert embedder.embed([]).shape == (0, DIM)
     with pytest.raises(ValueError):
         embedder.embed(["x"], 1000)

