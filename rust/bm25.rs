@@ -8,8 +8,9 @@
 //!
 //! Search is rank-safe dynamic pruning over fixed ranges of doc ids ([`RangeMax`]), block-max
 //! style. The query's terms give every range an upper bound: the sum of each term's largest
-//! contribution in that range, read from a precomputed row for frequent terms and from the
-//! postings for rare ones (which are cut into per-range runs on the way). Then:
+//! contribution in that range, read from a precomputed row of byte-sized maxima for frequent
+//! terms and from the postings for rare ones (which are cut into per-range runs on the way).
+//! Then:
 //!
 //! 1. *seed*: the few ranges the rare terms occur in with the best bounds are scored, which
 //!    sets the k-th best score θ close to its final value (on the vLLM questions, 0.98 of it);
@@ -19,8 +20,10 @@
 //! Before a range is scored, each document's own bound — its rare terms' contributions plus,
 //! for each frequent term it contains (a bit mask per term and range), the term's largest
 //! contribution in the range — is checked against θ; two ranges in three stop there, without
-//! reading the frequent terms' contributions. Memory of the ranges next in line is fetched
-//! ahead. Every sum (score, range bound, document bound) adds its terms in increasing term
+//! reading the frequent terms' contributions. Ranges are checked in batches, and the memory
+//! of a whole batch (the frequent terms' cells, then the contributions of the ranges that
+//! pass) is requested at once before it is read: from cold caches — a query served between
+//! interpreter calls — a search waits on memory more than it computes. Every sum (score, range bound, document bound) adds its terms in increasing term
 //! id, exactly as [`score_docs`](Bm25Index::score_docs) and the exhaustive scan do: rounding
 //! is monotone, so a bound is never below a score it covers (no epsilon), and all three ways
 //! agree to the bit. Queries for which pruning would not pay (too many ranges to visit, e.g.
@@ -167,7 +170,7 @@ pub struct Scratch {
     tails: Vec<u32>,
     /// Candidate ranges, by bound: `bound bits << 32 | range`.
     queue: Vec<u64>,
-    /// Ranges the rare terms occur in, then the ranges scored to seed the k-th best score.
+    /// Ranges the rare terms occur in (their heads are set until the next query's bounds).
     cands: Vec<u32>,
     /// Running top k (the worst hit on top).
     top: BinaryHeap<Hit>,
@@ -222,30 +225,47 @@ fn top_k(
     ranked.clone()
 }
 
-/// `bounds[r] += max * step` for every range `r`, `max` from `row[r]` (see
-/// [`RangeMax::cells`]).
+/// `bounds[r] += max * step` for every range `r` (`= max * step` without `add`), `max` from
+/// `row[r]` (see [`RangeMax::maxima`]).
 ///
-/// Runs the AVX2 build of the loop when the CPU has it (8 ranges per instruction instead of
-/// 4; the same results: no fused multiply-add).
-fn add_row(bounds: &mut [f32], row: &[u32], step: f32) {
+/// Runs the AVX-512 or AVX2 build of the loop when the CPU has it (16 or 8 ranges per
+/// instruction instead of 4; the same results: no fused multiply-add).
+fn add_row(bounds: &mut [f32], row: &[u8], step: f32, add: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports AVX-512F
+        return unsafe { add_row_avx512(bounds, row, step, add) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2
-        return unsafe { add_row_avx2(bounds, row, step) };
+        return unsafe { add_row_avx2(bounds, row, step, add) };
     }
-    add_row_portable(bounds, row, step);
+    add_row_portable(bounds, row, step, add);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn add_row_avx2(bounds: &mut [f32], row: &[u32], step: f32) {
-    add_row_portable(bounds, row, step);
+fn add_row_avx2(bounds: &mut [f32], row: &[u8], step: f32, add: bool) {
+    add_row_portable(bounds, row, step, add);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn add_row_avx512(bounds: &mut [f32], row: &[u8], step: f32, add: bool) {
+    add_row_portable(bounds, row, step, add);
 }
 
 #[inline(always)]
-fn add_row_portable(bounds: &mut [f32], row: &[u32], step: f32) {
-    for (u, &cell) in bounds.iter_mut().zip(row) {
-        *u += f32::from((cell >> 16) as u8) * step;
+fn add_row_portable(bounds: &mut [f32], row: &[u8], step: f32, add: bool) {
+    if add {
+        for (u, &max) in bounds.iter_mut().zip(row) {
+            *u += f32::from(max) * step;
+        }
+    } else {
+        for (u, &max) in bounds.iter_mut().zip(row) {
+            *u = f32::from(max) * step;
+        }
     }
 }
 
@@ -482,9 +502,20 @@ impl Bm25Index {
 
     /// Distinct known term ids of `query`, increasing (the order scores are summed in).
     pub fn query_terms(&self, query: &str) -> Vec<u32> {
+        thread_local! {
+            static TOKENS: std::cell::RefCell<Tokens> = std::cell::RefCell::default();
+        }
         let mut terms = Vec::new();
-        for_each_token(query, &self.tokenizer, |tok| {
-            terms.extend(self.term_ids.get(&self.vocab, tok))
+        TOKENS.with_borrow_mut(|tokens| {
+            tokens.clear();
+            let table = &self.term_ids;
+            for_each_token(query, &self.tokenizer, |tok| {
+                let hash = TermTable::hash(tok);
+                // the slots of every token are fetched at once, not one token after the other
+                prefetch(&table.slots, table.home(hash));
+                tokens.push(tok, hash);
+            });
+            table.get_all(&self.vocab, tokens, &mut terms);
         });
         terms.sort_unstable();
         terms.dedup();
@@ -578,39 +609,38 @@ impl Bm25Index {
         let mut top = TopK::new(k, std::mem::take(&mut scratch.top));
         // 1. seed the k-th best score with the `seed` best ranges among those the rare terms
         // occur in (or, without rare terms, the top band of bounds)
-        let mut seeded = std::mem::take(&mut scratch.cands);
-        let bounds = &scratch.bounds;
-        if seeded.is_empty() {
-            select(bounds, top_bound * 0.5, None, |r, _| seeded.push(r as u32));
-        }
-        let by_bound = |&a: &u32, &b: &u32| bounds[b as usize].total_cmp(&bounds[a as usize]);
-        if seeded.len() > seed && seed > 0 {
-            seeded.select_nth_unstable_by(seed - 1, by_bound);
-        }
-        seeded.truncate(seed);
-        seeded.sort_unstable_by(by_bound);
-        let mut next = seeded.iter().map(|&r| (bounds[r as usize], r as usize));
-        self.score_best_first(&mut || next.next(), usize::MAX, &mut top, allowed, scratch);
-        for &r in &seeded {
-            // scored, or unable to reach the k-th best score
-            scratch.bounds[r as usize] = 0.0;
-        }
-        scratch.cands = seeded;
-        // 2. every other range whose bound reaches the k-th best score, best bound first
-        let theta = top.threshold();
+        let key = |r: usize, u: f32| u64::from(u.to_bits()) << 32 | r as u64;
         let mut queue = std::mem::take(&mut scratch.queue);
         queue.clear();
-        select(&scratch.bounds, theta, None, |r, u| {
-            // bounds are positive: their bits order like them
-            queue.push(u64::from(u.to_bits()) << 32 | r as u64);
-        });
-        let mut queue = BinaryHeap::from(queue);
-        let mut next = || {
-            let e = queue.pop()?;
-            Some((f32::from_bits((e >> 32) as u32), e as u32 as usize))
-        };
-        let scored = self.score_best_first(&mut next, most, &mut top, allowed, scratch);
-        scratch.queue = queue.into_vec();
+        let bounds = &scratch.bounds;
+        if scratch.cands.is_empty() {
+            select(bounds, top_bound * 0.5, None, |r, u| queue.push(key(r, u)));
+        } else {
+            queue.extend(
+                scratch
+                    .cands
+                    .iter()
+                    .map(|&r| key(r as usize, bounds[r as usize])),
+            );
+        }
+        // bounds are positive: the keys order like them
+        if queue.len() > seed && seed > 0 {
+            queue.select_nth_unstable_by(seed - 1, |a, b| b.cmp(a));
+        }
+        queue.truncate(seed);
+        queue.sort_unstable_by(|a, b| b.cmp(a));
+        self.score_best_first(&queue, usize::MAX, &mut top, allowed, scratch);
+        for &e in &queue {
+            // scored, or unable to reach the k-th best score
+            scratch.bounds[e as u32 as usize] = 0.0;
+        }
+        // 2. every other range whose bound reaches the k-th best score, best bound first
+        let theta = top.threshold();
+        queue.clear();
+        select(&scratch.bounds, theta, None, |r, u| queue.push(key(r, u)));
+        queue.sort_unstable_by(|a, b| b.cmp(a));
+        let scored = self.score_best_first(&queue, most, &mut top, allowed, scratch);
+        scratch.queue = queue;
         if scored > most {
             scratch.top = top.into_heap();
             return self.search_terms_exhaustive(terms, k, allowed, scratch);
@@ -651,16 +681,27 @@ impl Bm25Index {
                 }
             }
         }
-        bounds.clear();
-        bounds.resize(n, 0.0);
-        heads.clear();
+        // every head is NONE between queries but those of the last query's ranges (`cands`)
+        for &r in cands.iter() {
+            if let Some(head) = heads.get_mut(r as usize) {
+                *head = NONE;
+            }
+        }
         heads.resize(n, NONE);
         tails.resize(n, NONE);
         runs.clear();
         cands.clear();
+        // the first term's row, if it has one, is written rather than added to zeros (the
+        // same bits: `0 + x == x`)
+        let first_row = rows.first().is_some_and(|&row| row != SPARSE);
+        if !first_row {
+            bounds.clear();
+        }
+        bounds.resize(n, 0.0);
         for (j, (&t, &row)) in terms.iter().zip(rows.iter()).enumerate() {
             if row != SPARSE {
-                add_row(bounds, &rm.cells[row * n..(row + 1) * n], rm.scale[row]);
+                let maxima = &rm.maxima[row * n..(row + 1) * n];
+                add_row(bounds, maxima, rm.scale[row], j > 0 || !first_row);
                 continue;
             }
             // postings of one range are adjacent: one run per range
@@ -698,67 +739,67 @@ impl Bm25Index {
         f32::from_bits(bounds.iter().fold(0, |m, u| m.max(u.to_bits())))
     }
 
-    /// Scores exactly the ranges `next` yields, `(bound, range)` by decreasing bound, until
-    /// a bound cannot reach the k-th best score; returns how many were scored (`limit + 1`
-    /// if it gave up past `limit`).
+    /// Scores exactly the ranges of `ranges` (`bound bits << 32 | range`, by decreasing
+    /// bound) in order, until a bound cannot reach the k-th best score; returns how many were
+    /// taken (`limit + 1` if it gave up past `limit`).
     ///
-    /// Memory is fetched ahead: a frequent term's cells in a range `LOOKAHEAD` ranges ahead
-    /// of scoring, its contributions `LOOKAHEAD / 2` ranges ahead.
+    /// Ranges go in batches of [`BATCH`]: the documents' bounds of the whole batch are
+    /// checked first (against the k-th best score then: it only rises), and the
+    /// contributions of every range that may reach it fetched from memory at once, so that
+    /// their cache misses overlap; then the batch is scored.
     fn score_best_first(
         &self,
-        next: &mut dyn FnMut() -> Option<(f32, usize)>,
+        ranges: &[u64],
         limit: usize,
         top: &mut TopK,
         allowed: Option<&[u8]>,
         scratch: &Scratch,
     ) -> usize {
         let rm = &self.ranges;
-        let dense = || scratch.rows.iter().copied().filter(|&row| row != SPARSE);
-        // ranges taken, not yet scored: ring[head..tail] (modulo LOOKAHEAD); once `staged`
-        // passes them, their documents' bounds are checked and the contributions of those
-        // that may reach the k-th best score fetched (`false`: none may)
-        let mut ring = [(0f32, 0usize, true); LOOKAHEAD];
-        let (mut head, mut tail, mut staged) = (0usize, 0usize, 0usize);
-        let mut done = false;
-        loop {
-            while !done && tail < head + LOOKAHEAD {
-                match next() {
-                    Some((bound, r)) if bound >= top.threshold() => {
-                        ring[tail % LOOKAHEAD] = (bound, r, true);
-                        for row in dense() {
-                            prefetch(&rm.cells, row * rm.n_ranges + r);
-                        }
-                        tail += 1;
-                    }
-                    _ => done = true,
-                }
-            }
-            while staged < tail.min(head + LOOKAHEAD / 2) {
-                let entry = &mut ring[staged % LOOKAHEAD];
-                entry.2 = self.may_reach(entry.1, top.threshold(), scratch);
-                if entry.2 {
-                    for row in dense() {
-                        let (start, mask) = rm.postings(row, entry.1);
-                        if mask != 0 {
-                            prefetch(&self.contrib, start);
-                        }
+        let unpack = |e: u64| (f32::from_bits((e >> 32) as u32), e as u32 as usize);
+        let mut taken = 0;
+        for batch in ranges.chunks(BATCH) {
+            let mut may = [false; BATCH];
+            let threshold = top.threshold();
+            for &e in batch {
+                let r = e as u32 as usize;
+                for &row in &scratch.rows {
+                    if row != SPARSE {
+                        prefetch(&rm.cells, row * rm.n_ranges + r);
                     }
                 }
-                staged += 1;
             }
-            if head == tail {
-                return head;
+            for (m, &e) in may.iter_mut().zip(batch) {
+                let (bound, r) = unpack(e);
+                if bound < threshold {
+                    break;
+                }
+                *m = self.may_reach(r, threshold, scratch);
+                if *m {
+                    for &row in &scratch.rows {
+                        if row != SPARSE {
+                            let (start, mask) = rm.postings(row, r);
+                            if mask != 0 {
+                                prefetch(&self.contrib, start);
+                                prefetch(&self.contrib, start + mask.count_ones() as usize - 1);
+                            }
+                        }
+                    }
+                }
             }
-            let (bound, r, may) = ring[head % LOOKAHEAD];
-            // a later document tying with the k-th best ranks after it: `<` is exact
-            if bound < top.threshold() || head == limit {
-                return head + usize::from(head == limit);
-            }
-            head += 1;
-            if may {
-                self.score_range(r, top, allowed, scratch);
+            for (&m, &e) in may.iter().zip(batch) {
+                let (bound, r) = unpack(e);
+                // a later document tying with the k-th best ranks after it: `<` is exact
+                if bound < top.threshold() || taken == limit {
+                    return taken + usize::from(taken == limit);
+                }
+                taken += 1;
+                if m {
+                    self.score_range(r, top, allowed, scratch);
+                }
             }
         }
+        taken
     }
 
     /// Scores range `r` exactly into `top`, its documents' contributions added term by term
@@ -813,7 +854,7 @@ impl Bm25Index {
                     link = run.next;
                 }
             } else {
-                let cell = rm.cells[row * rm.n_ranges + r];
+                let cell = rm.cell(row, r);
                 let max = f32::from((cell >> 16) as u8) * rm.scale[row];
                 let mut mask = cell & 0xffff;
                 while mask != 0 {
@@ -908,8 +949,8 @@ const WIDTH: usize = 1 << SHIFT;
 /// Cost of one query term in one range checked or scored one by one, in postings of the exhaustive
 /// scan (measured on the vLLM corpus: ~7 ns against ~0.55 ns).
 const RANGE_COST: usize = 12;
-/// Ranges whose memory is fetched ahead of scoring.
-const LOOKAHEAD: usize = 8;
+/// Ranges checked, and their memory fetched, before they are scored.
+const BATCH: usize = 16;
 /// No run.
 const NONE: u32 = u32::MAX;
 /// Row of a term without precomputed range bounds.
@@ -926,10 +967,11 @@ struct Pruning {
 }
 
 impl Pruning {
-    /// Measured on the vLLM corpus (4 to 32 seed ranges perform alike at k = 10).
+    /// Measured on the vLLM corpus: 4 to 32 seed ranges perform alike at k = 10 with warm
+    /// caches; from cold memory (between interpreter calls) 6 is 5 % faster than 16.
     const DEFAULT: Self = Self {
         fallback: true,
-        seed: 16,
+        seed: 6,
     };
 }
 
@@ -952,31 +994,26 @@ fn prefetch<T>(v: &[T], i: usize) {
 ///
 /// Only terms in at least half as many documents as there are ranges get a row (their
 /// postings touch most ranges, so a dense row is cheaper than reading them); the others'
-/// bounds are computed from their postings at query time. A row costs 4.25 bytes a range,
-/// at most 8.5 bytes per posting of the terms that have one (3.5 MB for the 416 rows of the
-/// vLLM corpus: 31,772 chunks, 1,986 ranges, 2.5 M postings).
+/// bounds are computed from their postings at query time. A row costs 9 bytes a range, at
+/// most 18 bytes per posting of the terms that have one (7.4 MB for the 416 rows of the vLLM
+/// corpus: 31,772 chunks, 1,986 ranges, 2.5 M postings).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RangeMax {
     n_ranges: usize,
     /// Terms with a row, increasing.
     dense: Vec<u32>,
+    /// `maxima[row * n_ranges + r]`: the row's term's largest contribution in range `r`,
+    /// rounded up to a multiple of `scale[row]` (`f32::from(max) * scale[row]` is at least
+    /// the contribution). The bounds of a query read whole rows of these.
+    maxima: Vec<u8>,
     /// `cells[row * n_ranges + r]`, for the row's term in range `r`: the documents it occurs
-    /// in (bit `i` of the low 16 bits: document `r * WIDTH + i`), its largest contribution
-    /// rounded up to a multiple of `scale[row]` (bits 16..24: `f32::from(max) * scale[row]`
-    /// is at least the contribution) and how many of its postings come before the range in
-    /// the range's block (bits 24..32). The bounds of a query read rows whole, so that the
-    /// postings of the ranges scored next are then found in cache, without their doc ids.
-    cells: Vec<u32>,
+    /// in (bit `i` of the low 16 bits: document `r * WIDTH + i`), its maximum (bits 16..24,
+    /// as in `maxima`) and its first posting in the range (bits 32..64): all a range's check
+    /// and scoring need of the term, in one read (only the ranges a query looks at are read).
+    cells: Vec<u64>,
     /// Per row: the term's largest contribution / 255, rounded up.
     scale: Vec<f32>,
-    /// `blocks[row * n_blocks + b]`: the row's term's first posting in ranges
-    /// `b * BLOCK ..` (a block's cells fill a cache line).
-    blocks: Vec<u32>,
 }
-
-/// Ranges per entry of [`RangeMax::blocks`] (at most 15 * 16 postings come before a range in
-/// its block: the count fits a byte).
-const BLOCK: usize = 16;
 
 impl RangeMax {
     /// Bounds for postings of `n_docs` documents, with rows for terms in at least half as
@@ -995,23 +1032,22 @@ impl RangeMax {
         min_df: usize,
     ) -> Self {
         let n_ranges = n_docs.div_ceil(WIDTH);
-        let n_blocks = n_ranges.div_ceil(BLOCK);
         let dense: Vec<u32> = offsets
             .windows(2)
             .enumerate()
             .filter(|(_, w)| (w[1] - w[0]) as usize >= min_df.max(1))
             .map(|(t, _)| t as u32)
             .collect();
-        let mut cells = vec![0u32; dense.len() * n_ranges];
+        let mut cells = vec![0u64; dense.len() * n_ranges];
         let mut scale = vec![0f32; dense.len()];
-        let mut blocks = vec![0u32; dense.len() * n_blocks];
+        let mut maxima = vec![0u8; dense.len() * n_ranges];
         if n_ranges > 0 {
             cells
                 .par_chunks_mut(n_ranges)
-                .zip(blocks.par_chunks_mut(n_blocks))
+                .zip(maxima.par_chunks_mut(n_ranges))
                 .zip(scale.par_iter_mut())
                 .zip(&dense)
-                .for_each_init(Vec::new, |exact, (((cells, blocks), scale), &t)| {
+                .for_each_init(Vec::new, |exact, (((cells, maxima), scale), &t)| {
                     let (first, end) = (offsets[t as usize], offsets[t as usize + 1]);
                     exact.clear();
                     exact.resize(n_ranges, 0f32);
@@ -1021,15 +1057,12 @@ impl RangeMax {
                         exact[doc / WIDTH] = exact[doc / WIDTH].max(contrib[i as usize]);
                     }
                     *scale = quantum(exact.iter().fold(0f32, |a, &b| a.max(b)));
-                    let (mut next, mut before) = (first, 0);
-                    for (r, (cell, &m)) in cells.iter_mut().zip(exact.iter()).enumerate() {
-                        if r % BLOCK == 0 {
-                            blocks[r / BLOCK] = next;
-                            before = 0;
-                        }
+                    let mut next = first;
+                    let ranges = cells.iter_mut().zip(maxima.iter_mut()).zip(exact.iter());
+                    for ((cell, max), &m) in ranges {
+                        *max = quantize(m, *scale);
                         let count = (*cell & 0xffff).count_ones();
-                        *cell |= u32::from(quantize(m, *scale)) << 16 | before << 24;
-                        before += count;
+                        *cell |= u64::from(*max) << 16 | u64::from(next) << 32;
                         next += count;
                     }
                 });
@@ -1037,24 +1070,24 @@ impl RangeMax {
         Self {
             n_ranges,
             dense,
+            maxima,
             cells,
             scale,
-            blocks,
         }
     }
 
-    /// Index in `blocks` of range `r`'s block in `row`.
-    fn block(&self, row: usize, r: usize) -> usize {
-        row * self.n_ranges.div_ceil(BLOCK) + r / BLOCK
+    /// The cell of `row`'s term in range `r`.
+    #[inline]
+    fn cell(&self, row: usize, r: usize) -> u64 {
+        self.cells[row * self.n_ranges + r]
     }
 
     /// The first posting of `row`'s term in range `r` and the documents of the range it
     /// occurs in (bit `i`: document `r * WIDTH + i`, in posting order).
     #[inline]
     fn postings(&self, row: usize, r: usize) -> (usize, u16) {
-        let cell = self.cells[row * self.n_ranges + r];
-        let start = self.blocks[self.block(row, r)] + (cell >> 24);
-        (start as usize, cell as u16)
+        let cell = self.cell(row, r);
+        ((cell >> 32) as usize, cell as u16)
     }
 }
 
@@ -1373,11 +1406,64 @@ impl TermTable {
         x ^ (x >> 29) ^ (x >> 43)
     }
 
-    /// Id of `term` in `vocab` (the vocabulary the table was built from).
-    fn get(&self, vocab: &Vocab, term: &str) -> Option<u32> {
+    /// Slot where the probe for `hash` starts.
+    #[inline]
+    fn home(&self, hash: u64) -> usize {
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    /// Appends to `ids` the id in `vocab` (the vocabulary the table was built from) of every
+    /// token of `tokens` found in it, in token order. The lookups go in steps over all the
+    /// tokens (first slot, then vocabulary offsets, then text), each step's memory fetched
+    /// for every token before it is read, so that their cache misses overlap.
+    fn get_all(&self, vocab: &Vocab, tokens: &mut Tokens, ids: &mut Vec<u32>) {
         let n = self.slots.len();
+        // the first slot of each token's probe holding its hash: a likely match
+        for (t, &hash) in tokens.hashes.iter().enumerate() {
+            let mut i = self.home(hash);
+            let first = loop {
+                let slot = self.slots[i];
+                if slot == 0 {
+                    break None;
+                }
+                if slot >> 32 == hash >> 32 {
+                    break Some(i);
+                }
+                i = (i + 1) & (n - 1);
+            };
+            if let Some(i) = first {
+                let id = (self.slots[i] as u32 - 1) as usize;
+                prefetch(&vocab.ends, id);
+                tokens.found.push((t as u32, i as u32));
+            }
+        }
+        for &(_, i) in &tokens.found {
+            let id = (self.slots[i as usize] as u32 - 1) as usize;
+            prefetch(vocab.text.as_bytes(), vocab.ends[id] as usize);
+        }
+        for &(t, i) in &tokens.found {
+            let (t, i) = (t as usize, i as usize);
+            let id = self.slots[i] as u32 - 1;
+            let tok = tokens.token(t);
+            if vocab.term(id as usize) == tok {
+                ids.push(id);
+            } else {
+                // another term with the same hash bits: probe on (rare)
+                ids.extend(self.get_from(vocab, tok, tokens.hashes[t], (i + 1) & (n - 1)));
+            }
+        }
+    }
+
+    /// Id of `term` in `vocab` (the vocabulary the table was built from).
+    #[cfg(test)]
+    fn get(&self, vocab: &Vocab, term: &str) -> Option<u32> {
         let hash = Self::hash(term);
-        let mut i = hash as usize & (n - 1);
+        self.get_from(vocab, term, hash, self.home(hash))
+    }
+
+    /// [`get`](Self::get) of `term` (hashing to `hash`), probing from slot `i` on.
+    fn get_from(&self, vocab: &Vocab, term: &str, hash: u64, mut i: usize) -> Option<u32> {
+        let n = self.slots.len();
         loop {
             let slot = self.slots[i];
             if slot == 0 {
@@ -1389,6 +1475,38 @@ impl TermTable {
             }
             i = (i + 1) & (n - 1);
         }
+    }
+}
+
+/// The tokens of a query, with their hashes, while their ids are looked up (per-thread
+/// buffers, kept between queries).
+#[derive(Debug, Default)]
+struct Tokens {
+    text: String,
+    /// Token `i` is `text[ends[i]..ends[i + 1]]`.
+    ends: Vec<usize>,
+    hashes: Vec<u64>,
+    /// `(token, slot)`: the first slot of the token's probe with its hash bits.
+    found: Vec<(u32, u32)>,
+}
+
+impl Tokens {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+        self.ends.push(0);
+        self.hashes.clear();
+        self.found.clear();
+    }
+
+    fn push(&mut self, token: &str, hash: u64) {
+        self.text.push_str(token);
+        self.ends.push(self.text.len());
+        self.hashes.push(hash);
+    }
+
+    fn token(&self, i: usize) -> &str {
+        &self.text[self.ends[i]..self.ends[i + 1]]
     }
 }
 
@@ -1549,6 +1667,75 @@ mod tests {
                     .is_err()
             );
         }
+    }
+
+    #[test]
+    fn add_row_paths_agree() {
+        let row: Vec<u8> = (0..1000u32).map(|i| (i * 37 % 256) as u8).collect();
+        let start: Vec<f32> = (0..1000u32).map(|i| i as f32 * 0.37).collect();
+        for step in [0.0, 1e-30, 0.013, 3.7, 1e36] {
+            for add in [false, true] {
+                let mut want = start.clone();
+                add_row_portable(&mut want, &row, step, add);
+                let mut got = start.clone();
+                // the dispatched path (AVX-512 or AVX2 where the CPU has them)
+                add_row(&mut got, &row, step, add);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want));
+                for (i, (&w, &s)) in want.iter().zip(&start).enumerate() {
+                    let x = f32::from(row[i]) * step;
+                    assert_eq!(w.to_bits(), if add { s + x } else { x }.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batched_lookup_probes_past_a_hash_match() {
+        let idx =
+            Bm25Index::build(&corpus(), Bm25Params::default(), TokenizerConfig::default()).unwrap();
+        let (vocab, table) = (&idx.vocab, &idx.term_ids);
+        let n = table.slots.len();
+        // a table where the first slot holding the hash bits of a term is another term's
+        let (a, b) = (vocab.term(1), vocab.term(2));
+        let (id_a, id_b) = (1u32, 2u32);
+        let hash = TermTable::hash(a);
+        let mut slots = vec![0u64; n];
+        let home = hash as usize & (n - 1);
+        slots[home] = hash >> 32 << 32 | u64::from(id_b + 1);
+        slots[(home + 1) & (n - 1)] = hash >> 32 << 32 | u64::from(id_a + 1);
+        let forged = TermTable { slots };
+        let mut tokens = Tokens::default();
+        tokens.clear();
+        for tok in [a, b, a] {
+            tokens.push(tok, TermTable::hash(tok));
+        }
+        let mut ids = Vec::new();
+        forged.get_all(vocab, &mut tokens, &mut ids);
+        // `b` is absent from the forged table, unless it probes into the forged slots
+        let found_b = forged.get(vocab, b);
+        let want: Vec<u32> = [Some(id_a), found_b, Some(id_a)]
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(ids, want);
+        assert_eq!(forged.get(vocab, a), Some(id_a));
+        // the real table agrees with one lookup at a time on every token of the corpus
+        let mut found = 0;
+        for doc in corpus()
+            .iter()
+            .chain(&["kv caches, unknown words: zzzz".to_string()])
+        {
+            let mut one_by_one: Vec<u32> = Vec::new();
+            for_each_token(doc, &idx.tokenizer, |t| {
+                one_by_one.extend(table.get(vocab, t))
+            });
+            one_by_one.sort_unstable();
+            one_by_one.dedup();
+            assert_eq!(idx.query_terms(doc), one_by_one);
+            found += one_by_one.len();
+        }
+        assert!(found > 10);
     }
 
     #[test]
