@@ -170,19 +170,22 @@ def test_hybrid_search_many_1000(
 
 
 def test_answer_tiny_model(benchmark: Any, bench_log: BenchLog, index_dir: Path, tmp_path: Path) -> None:
-    """``fastrag.answer.answer`` end to end with the tiny random Qwen3 of the test suite (model cached).
+    """``fastrag.answer.answer`` end to end with the tiny random Qwen3 of the test suite.
 
     Measures fastrag's own overhead around generation (retrieval, prompt under a token budget,
     citations, atomic save); the real models' figures are in the Answers section.
     """
     sys.path.insert(0, str(ROOT / "tests"))
+    from fastrag.answer import AnswerResult, answer
     from tiny_qwen3 import write_tiny_qwen3
-
-    from fastrag.answer import answer
 
     model = str(write_tiny_qwen3(tmp_path / "tiny-qwen3.gguf"))
     cycle = itertools.cycle(["How do I load a LoRA adapter at runtime?", "Which sampling parameters exist?"])
-    kwargs = {"model": model, "index_dir": index_dir, "save_directory": tmp_path / "out", "max_new_tokens": 16}
-    result = benchmark.pedantic(lambda: answer(next(cycle), 5, **kwargs), rounds=5, iterations=1, warmup_rounds=1)
+    out = tmp_path / "out"
+
+    def run() -> AnswerResult:
+        return answer(next(cycle), 5, model=model, index_dir=index_dir, save_directory=out, max_new_tokens=16)
+
+    result = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
     assert result.sources and (tmp_path / "out/answer.json").is_file()
     bench_log.add("answer, tiny Qwen3 (16 new tokens)", "retrieve 5 + prompt + generate + save", benchmark)
