@@ -259,22 +259,21 @@ def test_all_oddities_at_once_give_one_summary_line(workdir: Path) -> None:
 
 
 def test_many_tiny_files(tmp_path: Path) -> None:
-    """20 000 files in 40 directories (CI size; 100 000 measured once: see the module notes)."""
-    n, per_dir = 20_000, 500
+    """100 000 one-function files in 100 directories: indexed whole, in bounded memory, searchable."""
+    n, per_dir = 100_000, 1000
     repo = tmp_path / "repo"
     for i in range(n):
         folder = repo / f"d{i // per_dir:03d}"
         if i % per_dir == 0:
             folder.mkdir(parents=True)
         (folder / f"m{i}.py").write_bytes(f"def tiny_{i}():\n    return {i}\n".encode())
-    run = index_cli(tmp_path, timeout=180)
+    run = index_cli(tmp_path, timeout=600)  # a hang fails the test; the time itself is not asserted
     assert run.result.code == 0, run.result.err
     assert f"indexed {n} files into {n} chunks" in run.result.out
     assert "skipped" not in run.result.err
-    assert run.peak_mb < 400, f"peak RSS {run.peak_mb:.0f} MB"
-    assert run.seconds < 120, f"{run.seconds:.0f} s"
+    assert run.peak_mb < 1024, f"peak RSS {run.peak_mb:.0f} MB"
     hits = run_measured("search", "tiny_12345", "--k", "1", cwd=tmp_path).result
-    assert hits.out.split()[1].startswith("repo/d024/m12345.py:"), hits.out
+    assert hits.out.split()[1].startswith("repo/d012/m12345.py:"), hits.out
 
 
 # ------------------------------------------------------------------ files changing mid-index
