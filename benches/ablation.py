@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from peers import replace_section
+
 from fastrag import _core
 from fastrag.datasets import ground_truth, load_dataset
 from fastrag.evaluate import evaluate
@@ -280,28 +282,6 @@ def timings(retriever: Retriever, index_dir: Path, questions: list[str], rounds:
                 off, on = statistics.median(series[False]), statistics.median(series[True])
                 lines.append(f"| {what} | {mode} | {off:.2f} | {on:.2f} | {on / off:.2f} |")
     return "\n".join(lines) + "\n"
-
-
-def replace_section(path: Path, heading: str, body: str) -> None:
-    """Replace the ``heading`` section of ``path`` (up to the next ``## ``) by ``body``, or append
-    it; written to a temporary file and renamed, so a crash leaves the old file whole."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == heading), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + body
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        tail = "".join(lines[end:])
-        new = "".join(lines[:start]) + body + ("\n" + tail if tail else "")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(new)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def ensure_index(index_dir: Path) -> None:

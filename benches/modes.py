@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
-from report import BENCH_DIR, header, loadavg, replace_section, save_figures, say
+from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, replace_section
+from report import BENCH_DIR, header, loadavg, save_figures, say
 
 from fastrag.datasets import ground_truth, load_dataset
 from fastrag.evaluate import evaluate

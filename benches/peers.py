@@ -559,10 +559,29 @@ def report(rows: list[Row], ctx: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary sibling renamed over it; the file keeps its
+    permissions (0644 when new), unlike a bare ``mkstemp`` file."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def replace_section(path: Path, heading: str, body: str) -> None:
     """Replace the ``heading`` section of the Markdown file ``path`` (up to the next ``## ``) by ``body``.
 
-    Appends the section when absent and creates the file when missing; other sections are kept.
+    Appends the section when absent and creates the file when missing; other sections are kept. Written
+    to a temporary file and renamed, so a crash leaves the old file whole. The one implementation every
+    bench script uses.
     """
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     lines = text.splitlines(keepends=True)
@@ -573,7 +592,7 @@ def replace_section(path: Path, heading: str, body: str) -> None:
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
         tail = "".join(lines[end:])
         new = "".join(lines[:start]) + body + ("\n" + tail if tail else "")
-    path.write_text(new)
+    write_text_atomic(path, new)
 
 
 # --------------------------------------------------------------------------- main

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peers import RESULTS, ROOT, machine
+from peers import RESULTS, ROOT, machine, replace_section
 
 from fastrag.storage import write_json_atomic
 
@@ -80,38 +80,6 @@ def fit_exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     sxx = sum((p[0] - mx) ** 2 for p in pairs)
     sxy = sum((p[0] - mx) * (p[1] - my) for p in pairs)
     return sxy / sxx
-
-
-def replace_section(path: Path, heading: str, body: str) -> None:
-    """Replace the ``heading`` section of the Markdown file ``path`` (up to the next ``## ``) by ``body``,
-    atomically (temporary file + rename); append it when absent. Other sections are kept as they are."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == heading), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + body
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        tail = "".join(lines[end:])
-        new = "".join(lines[:start]) + body + ("\n" + tail if tail else "")
-    write_text_atomic(path, new)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling renamed over it; the file keeps its
-    permissions (0644 when new), unlike a bare ``mkstemp`` file."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def dir_bytes(path: Path) -> int:

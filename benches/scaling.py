@@ -46,14 +46,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile
+from peers import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile, replace_section
 from report import (
     BENCH_DIR,
     dir_bytes,
     fit_exponent,
     header,
     loadavg,
-    replace_section,
     run_measured,
     save_figures,
     say,

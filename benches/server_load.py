@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from fastrag.storage import write_bytes_atomic
+from peers import replace_section
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benches/RESULTS.md"
@@ -234,20 +234,6 @@ def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: st
         ),
     ]
     return "\n".join(lines) + "\n"
-
-
-def replace_section(path: Path, heading: str, body: str) -> None:
-    """Replace ``heading``'s section of ``path`` (up to the next ``## ``), or append it; atomically."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == heading), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + body
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        tail = "".join(lines[end:])
-        new = "".join(lines[:start]) + body + ("\n" + tail if tail else "")
-    write_bytes_atomic(path, new.encode("utf-8"))
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus
-from report import header, loadavg, replace_section, run_measured, save_figures, say
+from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus, replace_section
+from report import header, loadavg, run_measured, save_figures, say
 
 from fastrag import _core
 from fastrag.corpus import walk
