@@ -1,25 +1,39 @@
-"""Answer benchmarks with SmolLM2 (the offline model): C1 latency, C2 batching, C3 prompt budget.
+"""Answer benchmarks with SmolLM2 (the offline model): C1 latency, C2 batching, C3 evidence kept in the prompt.
 
-Run from the project root after ``make index`` and ``search_dataset`` on the public docs set::
+Run from the project root after ``make index`` (``make run`` also writes the search results)::
 
-    .venv/bin/python benches/answer_bench.py            # everything, prints a Markdown section
-    .venv/bin/python benches/answer_bench.py c3         # only the prompt-budget measurement (~10 s)
-    .venv/bin/python benches/answer_bench.py --write    # also replace `## Answers` in benches/RESULTS.md
+    .venv/bin/python benches/answer_bench.py c3            # evidence kept, prompt length (~20 s, no generation)
+    .venv/bin/python benches/answer_bench.py profile       # one prompt: prefill vs decode
+    .venv/bin/python benches/answer_bench.py warm [reps] [configs] [--max_new_tokens N]   # answer_dataset, old vs new
+    .venv/bin/python benches/answer_bench.py cli           # `python -m fastrag answer` end to end, 3 fresh processes
+    .venv/bin/python benches/answer_bench.py single        # C2: one at a time vs answer_dataset's batching
 
-- C1: ``python -m fastrag answer Q --k 5 --model smollm2`` wall time, in fresh processes (first one may
-  convert the GGUF to IR once), and warm per-question latency one at a time (model loaded).
-- C2: the 100 docs questions answered one at a time (``Generator.stream``) vs ``answer_dataset``'s
-  batches (``generate`` on lists of prompts), same prompts, same model, run back to back; also the
-  continuous-batching pipeline (``SchedulerConfig``) on a subset.
-- C3: prompt length (model tokens) of every docs question with default settings, and whether the
-  ground-truth evidence survives in the context (definition in :func:`key_lines`).
+Every figure is printed as one JSON line with the load average before and after (the machine is shared:
+compare figures of one run, not across runs).
+
+**C1, warm latency per question in answer_dataset** (``warm``): the wall time ``answer_dataset`` spends
+generating the answers of the 100 public docs questions with the model already loaded, divided by the
+number of questions (prompts built and answers post-processed exactly as ``answer_dataset`` does). With
+batching, that is the throughput cost of a question; the time until a given answer is ready also depends
+on how many are generated with it, so the time to the first and to the median answer is printed too. Each
+configuration runs on a freshly loaded pipeline (the scheduler's prefix cache would otherwise turn a
+repeated prompt into a cache hit), alternating the order between repetitions.
+
+**C3, the ground-truth span kept inside the context** (``c3``): the questions are retrieved afresh with the
+default retriever (k = 10, as ``search_dataset``) unless ``--results FILE`` is given. A question is
+*eligible* when a retrieved span matches its ground-truth span by the grading rule (same file, IoU > 0.05).
+The span is *kept* when the characters actually shown to the model (the exact ranges of the excerpts,
+gaps excluded) match the ground-truth span by the same rule. Two stricter measures are printed beside it:
+the ground-truth span's key line (the line sharing most terms with the reference answer) lies inside the
+shown ranges, and that key line occurs verbatim anywhere in the context (the measure used before).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
-import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,14 +43,20 @@ from pathlib import Path
 from typing import Any
 
 from fastrag.answer import DEFAULT_BATCH_SIZE, to_sources
-from fastrag.generate import DEFAULT_MAX_NEW_TOKENS, Generator, LoadInfo, load_generator, resolve_model
-from fastrag.prompt import DEFAULT_PROMPT_BUDGET, Prompt, SpanReader, build_prompt, terms
+from fastrag.generate import (
+    DEFAULT_MAX_NEW_TOKENS,
+    Generator,
+    LoadInfo,
+    load_generator,
+    resolve_model,
+)
+from fastrag.models import MinimalSource
+from fastrag.prompt import DEFAULT_PROMPT_BUDGET, Prompt, SpanReader, build_prompt, finish_answer, terms
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASET = ROOT / "data/datasets/AnsweredQuestions/dataset_docs_public.json"
-RESULTS = ROOT / "data/output/search_results/dataset_docs_public.json"
-RESULTS_MD = ROOT / "benches/RESULTS.md"
+DATASET = ROOT / "data/datasets/AnsweredQuestions/dataset_{kind}_public.json"
 QUESTION = "How do I load a LoRA adapter dynamically in vLLM?"
+K = 10
 
 
 def iou(a: tuple[int, int], b: tuple[int, int]) -> float:
@@ -45,71 +65,199 @@ def iou(a: tuple[int, int], b: tuple[int, int]) -> float:
     return inter / ((a[1] - a[0]) + (b[1] - b[0]) - inter)
 
 
-def key_lines(gt_text: str, reference_answer: str, n: int) -> list[str]:
-    """The ``n`` lines of the ground-truth span that share the most terms with the reference answer.
+def shown_iou(shown: Sequence[tuple[int, int]], span: tuple[int, int]) -> float:
+    """IoU of a set of disjoint shown ranges (one file) with a span: the grading rule on what was shown."""
+    inter = sum(max(0, min(end, span[1]) - max(start, span[0])) for start, end in shown)
+    union = (span[1] - span[0]) + sum(end - start for start, end in shown) - inter
+    return inter / union if union else 0.0
 
-    Terms are :func:`fastrag.prompt.terms` (identifier parts, light stemming, stopwords removed); ties go to
-    the earlier line; lines sharing no term are not key lines. The evidence *survives* when every key
-    line (stripped) occurs verbatim in the prompt's context.
-    """
+
+def key_line(gt_text: str, reference_answer: str) -> str | None:
+    """The line of the ground-truth span sharing the most terms with the reference answer (earliest on ties)."""
     wanted = set(terms(reference_answer))
     lines = [line.strip() for line in gt_text.splitlines() if line.strip()]
     scored = sorted(((len(set(terms(line)) & wanted), -i, line) for i, line in enumerate(lines)), reverse=True)
-    return [line for score, _, line in scored[:n] if score > 0]
+    return scored[0][2] if scored and scored[0][0] > 0 else None
 
 
-def load_questions() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    results = json.loads(RESULTS.read_text())["search_results"]
-    truth = {q["question_id"]: q for q in json.loads(DATASET.read_text())["rag_questions"]}
+def load(kind: str = "docs", results_file: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Search results (fresh from the default retriever, or a saved file) and the ground truth by question id."""
+    questions = json.loads(Path(str(DATASET).format(kind=kind)).read_text())["rag_questions"]
+    truth = {q["question_id"]: q for q in questions}
+    if results_file is not None:
+        return json.loads(results_file.read_text())["search_results"], truth
+    from fastrag.retrieve import Retriever
+    from fastrag.search import to_sources as hits_to_sources
+
+    hits = Retriever.open(ROOT / "data/processed").search_many([q["question"] for q in questions], K)
+    results = [
+        {"question_id": q["question_id"], "question": q["question"],
+         "retrieved_sources": [s.model_dump() for s in hits_to_sources(h)]}
+        for q, h in zip(questions, hits)
+    ]  # fmt: skip
     return results, truth
 
 
-def prompts_for(generator: Generator, results: Sequence[dict[str, Any]], budget: int) -> list[Prompt]:
-    from fastrag.models import MinimalSource
-
+def prompts_for(
+    generator: Generator, results: Sequence[dict[str, Any]], budget: int = DEFAULT_PROMPT_BUDGET
+) -> list[Prompt]:
+    """The default prompt of every question, as ``answer_dataset`` builds it."""
     reader = SpanReader()
     out = []
     for r in results:
-        spans = [MinimalSource.model_validate(s) for s in r["retrieved_sources"]]
-        out.append(
-            build_prompt(r["question"], to_sources(spans), generator.count_tokens, generator.render, budget, reader)
-        )
+        spans = to_sources([MinimalSource.model_validate(s) for s in r["retrieved_sources"]])
+        out.append(build_prompt(r["question"], spans, generator.count_tokens, generator.render, budget, reader))
     return out
 
 
-def c3(generator: Generator, budget: int = DEFAULT_PROMPT_BUDGET) -> dict[str, Any]:
-    results, truth = load_questions()
+def c3(
+    generator: Generator, kind: str, results_file: Path | None, budget: int = DEFAULT_PROMPT_BUDGET
+) -> dict[str, Any]:
+    """Prompt length and whether the ground-truth span is kept in the context (module docstring)."""
+    results, truth = load(kind, results_file)
     prompts = prompts_for(generator, results, budget)
     reader = SpanReader()
-    eligible = kept1 = kept2 = 0
+    eligible = kept = key_shown = key_verbatim = 0
+    missed: list[int | None] = []
     for r, p in zip(results, prompts):
         gt = truth[r["question_id"]]["sources"][0]
-        span = (gt["first_character_index"], gt["last_character_index"])
-        found = any(
-            s["file_path"] == gt["file_path"]
-            and iou((s["first_character_index"], s["last_character_index"]), span) > 0.05
-            for s in r["retrieved_sources"]
-        )
-        if not found:
+        path, span = gt["file_path"], (gt["first_character_index"], gt["last_character_index"])
+        retrieved = [
+            (s["file_path"], s["first_character_index"], s["last_character_index"]) for s in r["retrieved_sources"]
+        ]
+        ranks = [i for i, (f, a, b) in enumerate(retrieved) if f == path and iou((a, b), span) > 0.05]
+        if not ranks:
             continue
         eligible += 1
-        text = reader.text(gt["file_path"])[span[0] : span[1]]
-        answer = truth[r["question_id"]]["answer"]
-        kept1 += all(line in p.context for line in key_lines(text, answer, 1))
-        kept2 += all(line in p.context for line in key_lines(text, answer, 2))
+        shown = sorted({part for e in p.excerpts if e.source.file_path == path for part in e.shown})
+        hit = shown_iou(shown, span) > 0.05
+        kept += hit
+        if not hit:
+            missed.append(ranks[0])
+        text = reader.text(path)
+        line = key_line(text[span[0] : span[1]], truth[r["question_id"]]["answer"])
+        if line is not None:
+            at = text.find(line, span[0], span[1])
+            key_shown += any(start <= at and at + len(line) <= end for start, end in shown)
+            key_verbatim += line in p.context
+        else:
+            key_shown += hit
+            key_verbatim += hit
     tokens = [p.tokens for p in prompts]
     return {
-        "budget": budget,
-        "questions": len(prompts),
-        "median_tokens": statistics.median(tokens),
-        "max_tokens": max(tokens),
-        "eligible": eligible,
-        "key1": kept1 / eligible,
-        "key2": kept2 / eligible,
-    }
+        "set": kind, "retrieval": str(results_file) if results_file else "fresh, default retriever, k=10",
+        "budget": budget, "questions": len(prompts),
+        "median_tokens": statistics.median(tokens), "max_tokens": max(tokens),
+        "eligible": eligible, "kept": kept, "kept_share": round(kept / eligible, 3),
+        "key_line_shown": key_shown, "key_line_verbatim": key_verbatim,
+        "rank_of_missed": missed,
+    }  # fmt: skip
 
 
-def c1_cli(runs: int = 3) -> list[float]:
+def profile(
+    generator: Generator, prompts: Sequence[Prompt], max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+) -> dict[str, Any]:
+    """Prompts one by one on the single-prompt pipeline: time to first token (prefill), time per generated token.
+
+    The first prompt only warms up; every prompt is new to the pipeline (a repeated one would be a
+    prefix-cache hit, not a prefill).
+    """
+    pipe = generator._pipe  # the bench reads OpenVINO's own performance metrics
+    config = generator._config(max_new_tokens)
+    pipe.generate([prompts[0].text], config)
+    rows = []
+    for prompt in prompts[1:]:
+        metrics = pipe.generate([prompt.text], config).perf_metrics
+        ttft, tpot = metrics.get_ttft().mean / 1000, metrics.get_tpot().mean / 1000
+        rows.append({"prompt_tokens": metrics.get_num_input_tokens(), "new_tokens": metrics.get_num_generated_tokens(),
+                     "ttft_s": round(ttft, 3), "prefill_tok_per_s": round(metrics.get_num_input_tokens() / ttft),
+                     "decode_ms_per_token": round(tpot * 1000, 1),
+                     "total_s": round(metrics.get_generate_duration().mean / 1000, 2)})  # fmt: skip
+    return {"profile": rows}
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _old_generator(path: Path) -> Generator:
+    """answer_dataset before this change: LLMPipeline on SchedulerConfig(32 seqs, 1 GB, 256-token steps)."""
+    import openvino_genai
+
+    scheduler = openvino_genai.SchedulerConfig()
+    scheduler.max_num_seqs = 32
+    scheduler.cache_size = 1
+    scheduler.dynamic_split_fuse = True
+    pipeline = openvino_genai.LLMPipeline(str(path), "CPU", scheduler_config=scheduler)
+    return Generator(pipeline, LoadInfo("old", "ir", path, 0))
+
+
+def _list_generator(path: Path) -> Generator:
+    """LLMPipeline with its own CPU scheduler settings, lists of prompts (no per-request control)."""
+    import openvino_genai
+
+    return Generator(openvino_genai.LLMPipeline(str(path), "CPU"), LoadInfo("list", "ir", path, 0))
+
+
+def warm(reps: int, configs: Sequence[str], max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> list[dict[str, Any]]:
+    """answer_dataset's generation on the 100 public docs questions, per configuration, side by side.
+
+    ``old:32`` — the previous answer_dataset (batches of 32 on a 256-token-step scheduler);
+    ``list:N`` — LLMPipeline's own scheduler settings, ``generate`` on lists of N;
+    ``new:N`` — this answer_dataset: :meth:`Generator.generate_iter` on the continuous-batching pipeline,
+    N requests at once, loops ended early.
+    """
+    spec = resolve_model("smollm2")
+    results, _ = load("docs", ROOT / "data/output/search_results/dataset_docs_public.json")
+    base = load_generator(spec)
+    prompts = prompts_for(base, results)
+    texts = [p.text for p in prompts]
+    del base
+    first_answers: dict[str, list[str]] = {}
+    rows = []
+    for rep in range(reps):
+        for config in configs if rep % 2 == 0 else list(reversed(configs)):
+            kind, size = config.split(":")
+            batch = int(size)
+            gc.collect()
+            if kind == "old":
+                generator = _old_generator(spec.path)
+            elif kind == "list":
+                generator = _list_generator(spec.path)
+            else:
+                generator = load_generator(spec, max_batch=batch)
+            generator.generate_many([generator.render([{"role": "user", "content": "Say hi."}])], 4)
+            load_before, cpu, started = os.getloadavg()[0], _cpu(), time.perf_counter()
+            ready: list[float] = []
+            raw, answers = [""] * len(texts), [""] * len(texts)
+            if kind == "new":
+                for i, text in generator.generate_iter(texts, max_new_tokens):
+                    raw[i], answers[i] = text, finish_answer(text, prompts[i].excerpts)
+                    ready.append(time.perf_counter() - started)
+            else:
+                for lo in range(0, len(texts), batch):
+                    for i, text in enumerate(generator.generate_many(texts[lo : lo + batch], max_new_tokens), lo):
+                        raw[i], answers[i] = text, finish_answer(text, prompts[i].excerpts)
+                    ready.extend([time.perf_counter() - started] * len(texts[lo : lo + batch]))
+            wall, cpu = time.perf_counter() - started, _cpu() - cpu
+            first_answers.setdefault(config, answers)
+            rows.append({
+                "rep": rep, "config": config, "questions": len(texts), "wall_s": round(wall, 1),
+                "s_per_question": round(wall / len(texts), 3), "cpu_s_per_question": round(cpu / len(texts), 3),
+                "first_answer_s": round(min(ready), 1), "median_answer_s": round(statistics.median(ready), 1),
+                "generated_tokens_mean": round(statistics.mean(generator.count_tokens(raw)), 1),
+                "saved_answers_equal_to": {
+                    other: sum(a == b for a, b in zip(answers, kept)) for other, kept in first_answers.items()
+                },
+                "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            })  # fmt: skip
+            print(json.dumps(rows[-1]), flush=True)
+            del generator
+    return rows
+
+
+def cli(runs: int = 3) -> list[float]:
     """Wall time of ``python -m fastrag answer`` in fresh processes (stdout not a terminal)."""
     times = []
     for _ in range(runs):
@@ -118,114 +266,62 @@ def c1_cli(runs: int = 3) -> list[float]:
             [sys.executable, "-m", "fastrag", "answer", QUESTION, "--k", "5", "--model", "smollm2"],
             cwd=ROOT, capture_output=True, text=True, check=False,
         )  # fmt: skip
-        times.append(time.perf_counter() - started)
+        times.append(round(time.perf_counter() - started, 2))
         if done.returncode != 0:
             raise SystemExit(done.stderr)
     return times
 
 
-def c2(generator: Generator, n: int, batch: int, max_new_tokens: int) -> dict[str, Any]:
-    """One at a time vs batched, back to back, on the same prompts."""
-    results, _ = load_questions()
-    prompts = [p.text for p in prompts_for(generator, results[:n], DEFAULT_PROMPT_BUDGET)]
-    generator.generate_many(prompts[:2], 4)  # warm up
-    single: list[float] = []
-    started = time.perf_counter()
-    for text in prompts:
-        t = time.perf_counter()
-        generator.stream(text, max_new_tokens)
-        single.append(time.perf_counter() - t)
-    one_by_one = time.perf_counter() - started
-    started = time.perf_counter()
-    for lo in range(0, n, batch):
-        generator.generate_many(prompts[lo : lo + batch], max_new_tokens)
-    batched = time.perf_counter() - started
-    return {
-        "n": n,
-        "batch": batch,
-        "single_total": one_by_one,
-        "single_median": statistics.median(single),
-        "batched_total": batched,
-        "speedup": one_by_one / batched,
-    }
-
-
-def batching_modes(n: int, max_new_tokens: int) -> dict[str, float]:
-    """Seconds for ``n`` prompts: default pipeline with batch sizes 8/16/32, and the CB pipeline."""
-    import openvino_genai
-
+def single(n: int = 100, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> dict[str, Any]:
+    """C2: the same prompts one at a time (``Generator.stream``) vs answer_dataset's scheduler, back to back."""
     spec = resolve_model("smollm2")
-    base = load_generator(spec)
-    results, _ = load_questions()
-    prompts = [p.text for p in prompts_for(base, results[:n], DEFAULT_PROMPT_BUDGET)]
-    out: dict[str, float] = {}
-    for batch in (8, 16, 32):
-        started = time.perf_counter()
-        for lo in range(0, n, batch):
-            base.generate_many(prompts[lo : lo + batch], max_new_tokens)
-        out[f"LLMPipeline.generate(list), batch {batch}"] = time.perf_counter() - started
-    config = openvino_genai.SchedulerConfig()
-    config.cache_size = 1
-    config.max_num_seqs = 32
-    config.dynamic_split_fuse = True
-    cb = Generator(
-        openvino_genai.LLMPipeline(str(spec.path), "CPU", scheduler_config=config), LoadInfo("cb", "ir", spec.path, 0)
-    )
+    results, _ = load("docs", ROOT / "data/output/search_results/dataset_docs_public.json")
+    one = load_generator(spec)
+    texts = [p.text for p in prompts_for(one, results[:n])]
+    one.stream(texts[0], 4)
     started = time.perf_counter()
-    cb.generate_many(prompts, max_new_tokens)
-    out[f"SchedulerConfig pipeline, all {n} at once"] = time.perf_counter() - started
-    return out
+    for text in texts:
+        one.stream(text, max_new_tokens)
+    one_by_one = time.perf_counter() - started
+    del one
+    batched = load_generator(spec, max_batch=DEFAULT_BATCH_SIZE)
+    batched.generate_many(texts[:1], 4)
+    started = time.perf_counter()
+    batched.generate_many(texts, max_new_tokens)
+    together = time.perf_counter() - started
+    return {"n": n, "one_at_a_time_s": round(one_by_one, 1), "answer_dataset_s": round(together, 1),
+            "speedup": round(one_by_one / together, 2)}  # fmt: skip
 
 
-def section(report: dict[str, Any]) -> str:
-    lines = ["## Answers", "", "Written by `benches/answer_bench.py --write` (a re-run replaces this section).", ""]
-    lines.append(f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; load avg at start "
-                 f"{report['loadavg']}; date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
-    lines.append(f"- model: SmolLM2-135M-Instruct Q4_1 (`--model smollm2`), IR saved under data/models; greedy, "
-                 f"max_new_tokens {DEFAULT_MAX_NEW_TOKENS}, prompt budget {DEFAULT_PROMPT_BUDGET} tokens")  # fmt: skip
-    for key, value in report.items():
-        if key != "loadavg":
-            lines.append(f"- {key}: {json.dumps(value)}")
-    return "\n".join(lines) + "\n"
-
-
-def write_section(text: str) -> None:
-    current = RESULTS_MD.read_text() if RESULTS_MD.exists() else "# Benchmarks\n"
-    start = current.find("\n## Answers\n")
-    if start < 0:
-        updated = current.rstrip("\n") + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + 1)
-        updated = current[: start + 1] + text + (current[end:] if end >= 0 else "")
-    RESULTS_MD.write_text(updated)
+def uptime() -> str:
+    """``uptime``'s line: the load average goes with every figure."""
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main(argv: list[str]) -> None:
     os.chdir(ROOT)
-    what = [a for a in argv if not a.startswith("--")] or ["c1", "c2", "c3", "modes"]
-    report: dict[str, Any] = {"loadavg": os.getloadavg()[0]}
-    generator = load_generator(resolve_model("smollm2"))
-    report["model load (in process)"] = f"{generator.info.seconds:.2f} s from {generator.info.kind}"
-    if "c3" in what:
-        report["C3 prompt budget"] = c3(generator)
-        print(report["C3 prompt budget"], flush=True)
-    if "c1" in what:
-        report["C1 CLI wall s (fresh processes)"] = [round(t, 2) for t in c1_cli()]
-        print(report["C1 CLI wall s (fresh processes)"], flush=True)
-    if "c2" in what:
-        del generator  # answer_dataset's own configuration: the continuous-batching scheduler
-        generator = load_generator(resolve_model("smollm2"), max_batch=DEFAULT_BATCH_SIZE)
-        report["C2 one-at-a-time vs batched"] = c2(generator, 100, DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS)
-        print(report["C2 one-at-a-time vs batched"], flush=True)
-    if "modes" in what:
-        report["batching modes, 32 prompts (s)"] = {
-            k: round(v, 1) for k, v in batching_modes(32, DEFAULT_MAX_NEW_TOKENS).items()
-        }
-        print(report["batching modes, 32 prompts (s)"], flush=True)
-    text = section(report)
-    print(text)
-    if "--write" in argv:
-        write_section(text)
+    results_file = Path(argv[argv.index("--results") + 1]) if "--results" in argv else None
+    what = [a for a in argv if not a.startswith("--") and a != str(results_file)] or ["c3"]
+    print(json.dumps({"uptime": uptime()}), flush=True)
+    if what[0] == "c3":
+        generator = load_generator(resolve_model("smollm2"))
+        kinds = ("docs", "code") if results_file is None else ("code" if "code" in results_file.name else "docs",)
+        for kind in kinds:
+            print(json.dumps(c3(generator, kind, results_file)), flush=True)
+    elif what[0] == "profile":
+        generator = load_generator(resolve_model("smollm2"))
+        results, _ = load("docs", ROOT / "data/output/search_results/dataset_docs_public.json")
+        print(json.dumps(profile(generator, prompts_for(generator, results[:6]))), flush=True)
+    elif what[0] == "warm":
+        reps = int(what[1]) if len(what) > 1 else 2
+        configs = what[2:] or ["old:32", f"new:{DEFAULT_BATCH_SIZE}"]
+        tokens = int(argv[argv.index("--max_new_tokens") + 1]) if "--max_new_tokens" in argv else DEFAULT_MAX_NEW_TOKENS
+        warm(reps, [c for c in configs if c != str(tokens)], tokens)
+    elif what[0] == "cli":
+        print(json.dumps({"cli_wall_s": cli()}), flush=True)
+    elif what[0] == "single":
+        print(json.dumps(single()), flush=True)
+    print(json.dumps({"uptime": uptime()}), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -150,34 +151,42 @@ def test_answer_dataset_resumes_after_interruption(
     monkeypatch.chdir(indexed)
     save = indexed / "answers"
     target = save / results.name
-    original = Generator.generate_many
-    calls: list[int] = []
+    original = Generator.generate_iter
 
-    def interrupted(self: Generator, prompts: list[str], max_new_tokens: int) -> list[str]:
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(len(prompts))
-        answers: list[str] = original(self, prompts, max_new_tokens)
-        return answers
+    def interrupted(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        for n, answer in enumerate(original(self, prompts, max_new_tokens)):
+            if n == 1:  # Ctrl-C while the second answer comes in, before a periodic save (batch 8)
+                raise KeyboardInterrupt
+            yield answer
 
-    monkeypatch.setattr(Generator, "generate_many", interrupted)
+    monkeypatch.setattr(Generator, "generate_iter", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=1, progress=False)
+        answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False)
     assert not target.exists()
     partial = json.loads(partial_path(target).read_text())
-    assert set(partial["answers"]) == {"q-lora", "q-none"}  # one generated, one without sources
+    assert len(partial["answers"]) == 2 and "q-none" in partial["answers"]  # one generated, one without sources
+    first = next(q for q in partial["answers"] if q != "q-none")
 
-    def counting(self: Generator, prompts: list[str], max_new_tokens: int) -> list[str]:
-        calls.append(len(prompts))
-        answers: list[str] = original(self, prompts, max_new_tokens)
-        return answers
+    asked: list[int] = []
 
-    calls.clear()
-    monkeypatch.setattr(Generator, "generate_many", counting)
+    def counting(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        taken: list[str] = []
+
+        def tap() -> Iterator[str]:
+            for prompt in prompts:
+                taken.append(prompt)
+                yield prompt
+
+        yield from original(self, tap(), max_new_tokens)
+        asked.append(len(taken))
+
+    monkeypatch.setattr(Generator, "generate_iter", counting)
     report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False)
-    assert calls == [2] and report.generated == 2 and report.resumed == 2
+    assert asked == [2] and report.generated == 2 and report.resumed == 2
     payload = json.loads(target.read_text())
     assert [r["question_id"] for r in payload["search_results"]] == [q["question_id"] for q in QUESTIONS]
+    kept = next(r for r in payload["search_results"] if r["question_id"] == first)
+    assert kept["answer"] == partial["answers"][first]  # resumed, not generated again
     assert not partial_path(target).exists()
 
 

@@ -21,6 +21,7 @@ from fastrag.generate import (
     LoopGuard,
     ModelSpec,
     ThinkFilter,
+    answer_loops,
     export_dir,
     load_generator,
     resolve_model,
@@ -29,12 +30,14 @@ from fastrag.generate import (
 )
 from fastrag.prompt import (
     EMPTY_ANSWER,
+    GAP,
     CitationStream,
     Excerpt,
     Source,
     SpanReader,
     build_prompt,
     citations,
+    cited_excerpts,
     clean_answer,
     expand_citations,
     finish_answer,
@@ -189,6 +192,52 @@ def test_batched_generation_answers_every_prompt(generator: Generator) -> None:
     assert generator.generate_many([], 8) == []
 
 
+QUESTIONS = (QUESTION, "What is vLLM?", "Where is top_p defined?", "How do I install it?", "Which GPUs work?")
+
+
+@pytest.fixture(scope="session")
+def scheduler(tiny_gguf: Path) -> Generator:
+    """The tiny model on the continuous-batching scheduler, two requests at a time (``answer_dataset``'s path)."""
+    return load_generator(ModelSpec("tiny", "gguf", tiny_gguf), max_batch=2)
+
+
+def test_scheduler_answers_each_prompt_once_taking_prompts_as_slots_free(scheduler: Generator) -> None:
+    texts = [scheduler.render(messages(q, [])) for q in QUESTIONS]
+    pulled: list[int] = []
+
+    def lazily() -> Iterator[str]:
+        for text in texts:
+            pulled.append(len(pulled))
+            yield text
+
+    seen: list[int] = []
+    for index, answer in scheduler.generate_iter(lazily(), 6):
+        if not seen:
+            assert len(pulled) == 2  # only max_batch prompts were taken before the first answer
+        seen.append(index)
+        assert isinstance(answer, str) and "<think>" not in answer
+    assert sorted(seen) == list(range(len(texts))) and len(pulled) == len(texts)
+    assert [len(a) > 0 for a in scheduler.generate_many(texts[:2], 6)] == [True, True]
+    assert scheduler.generate_many([], 6) == []
+
+
+def test_scheduler_is_ready_again_after_an_interrupted_iteration(scheduler: Generator) -> None:
+    texts = [scheduler.render(messages(q, [])) for q in QUESTIONS]
+    for _ in scheduler.generate_iter(texts, 6):
+        break  # the consumer stops (Ctrl-C, an error): the requests still running are stopped and drained
+    again = scheduler.generate_many(texts[:3], 6)
+    assert len(again) == 3 and all(isinstance(a, str) for a in again)
+
+
+def test_answer_loops_judges_complete_lines_like_clean_answer() -> None:
+    assert not answer_loops("It is X.\nSee [1].\nIt is X.")  # the repeat is not a complete line yet
+    assert answer_loops("It is X.\nSee [1].\nIt is X.\n")
+    assert not answer_loops("Question: why?\nQuestion: why?\nBecause.\n")  # echoes are dropped, not loops
+    assert answer_loops("Code:\n```\n```\n")  # an empty code block
+    looping = "Run it.\nSee [1].\nSee [1].\nmore"
+    assert answer_loops(looping) and clean_answer(looping) == "Run it.\nSee [1]."
+
+
 # ----------------------------------------------------------------------------- the context budget
 
 
@@ -220,6 +269,42 @@ def test_excerpt_offsets_point_at_the_text_shown(repo: Path) -> None:
         assert excerpt.source.start <= excerpt.start < excerpt.end <= excerpt.source.end
         first_line = excerpt.text.split("\n", 1)[0]
         assert shown.startswith(first_line)
+
+
+GAPPED = """# LoRA
+
+Load a LoRA adapter at runtime with the endpoint below.
+
+{filler}
+
+The endpoint is `/v1/load_lora_adapter`: POST the adapter name and path.
+"""
+
+
+def test_excerpt_with_a_gap_cites_exactly_the_ranges_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    filler = "\n".join(f"Unrelated words number {i} about installation and drivers." for i in range(4))
+    doc = GAPPED.format(filler=filler)
+    (tmp_path / "lora.md").write_text(doc, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    def count(texts: Any) -> list[int]:
+        return [len(t) // 4 + 1 for t in texts]
+
+    def render(msgs: Any) -> str:
+        return "\n".join(m["content"] for m in msgs)
+
+    overhead = count([render(messages(QUESTION, []))])[0]
+    prompt = build_prompt(QUESTION, [Source("lora.md", 0, len(doc))], count, render, budget=overhead + 50)
+    [excerpt] = prompt.excerpts
+    assert len(excerpt.parts) == 2, "the filler between the two relevant paragraphs was cut out"
+    pieces = excerpt.text.split(f"\n{GAP}\n")
+    assert len(pieces) == 2
+    for (start, end), piece in zip(excerpt.parts, pieces):
+        assert " ".join(doc[start:end].split()) == " ".join(piece.split())  # the offsets are what is shown
+    assert "Unrelated" not in excerpt.text and "load_lora_adapter" in excerpt.text
+    expanded = expand_citations("It is a POST [1].", prompt.excerpts)
+    assert citations(expanded) == [("lora.md", a, b) for a, b in excerpt.parts]
+    assert cited_excerpts(expanded, prompt.excerpts) == [excerpt]
 
 
 def test_terms_split_identifiers() -> None:

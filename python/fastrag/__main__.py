@@ -241,7 +241,7 @@ class Commands:
             save_directory: folder of the output file.
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
             max_new_tokens: bound on each answer's length in tokens (1..1024, default 80).
-            batch_size: prompts generated together (1..256, default 32).
+            batch_size: prompts generated together (1..256, default 64).
         """
         from fastrag.answer import DEFAULT_BATCH_SIZE, answer_dataset
         from fastrag.generate import DEFAULT_MAX_NEW_TOKENS

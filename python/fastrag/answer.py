@@ -15,7 +15,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,10 +46,11 @@ from fastrag.storage import write_json_atomic
 
 #: File name of ``answer``'s result (in the answers folder): always the latest answer.
 ANSWER_FILE = "answer.json"
-#: Prompts generated together by ``answer_dataset`` (measured: see benches/RESULTS.md ``## Answers``).
-DEFAULT_BATCH_SIZE = 32
+#: Answers generated at once by ``answer_dataset`` (continuous batching: a new one starts as soon as one
+#: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``).
+DEFAULT_BATCH_SIZE = 64
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2
 
 #: Receives answer text as it is generated (streaming).
 TextSink = Callable[[str], None]
@@ -206,9 +207,10 @@ def answer_dataset(
 ) -> DatasetReport:
     """Answer every question of a search-results file with its retrieved sources; save atomically.
 
-    The output has the input's base name in ``save_directory`` (never the input itself). Prompts are
-    generated ``batch_size`` at a time; after each batch the answers so far are saved to
-    :func:`partial_path`, so a rerun after an interruption only generates the missing ones.
+    The output has the input's base name in ``save_directory`` (never the input itself). Up to
+    ``batch_size`` answers are generated at once by the continuous-batching scheduler (the next question
+    starts as soon as one is answered); every ``batch_size`` answers, and when interrupted, the answers
+    so far are saved to :func:`partial_path`, so a rerun only generates the missing ones.
     """
     started = time.perf_counter()
     results = load_search_results(results_path)
@@ -229,18 +231,31 @@ def answer_dataset(
         generator = load_generator(resolve_model(model), max_batch=batch_size)
         report.load = generator.info
         reader = SpanReader()
+        prompts: dict[int, Prompt] = {}
+
+        def texts() -> Iterator[str]:  # built as the scheduler takes them, not all before the first answer
+            for i, r in enumerate(todo):
+                prompts[i] = prompt_for(generator, r.question, r.retrieved_sources, budget, reader)
+                yield prompts[i].text
+
+        unsaved = 0
         with tqdm(total=len(results.search_results), initial=len(results.search_results) - len(todo),
                   desc="answering", unit="q", disable=not progress) as bar:  # fmt: skip
-            for lo in range(0, len(todo), batch_size):
-                batch = todo[lo : lo + batch_size]
-                prompts = [prompt_for(generator, r.question, r.retrieved_sources, budget, reader) for r in batch]
-                texts = generator.generate_many([p.text for p in prompts], max_new_tokens)
-                for r, p, text in zip(batch, prompts, texts):
-                    done[r.question_id] = finish_answer(text, p.excerpts)
-                    report.prompt_tokens.append(p.tokens)
-                report.generated += len(batch)
-                write_json_atomic(partial, {"fingerprint": fingerprint, "answers": done})
-                bar.update(len(batch))
+            try:
+                for i, text in generator.generate_iter(texts(), max_new_tokens):
+                    prompt = prompts.pop(i)
+                    done[todo[i].question_id] = finish_answer(text, prompt.excerpts)
+                    report.prompt_tokens.append(prompt.tokens)
+                    report.generated += 1
+                    unsaved += 1
+                    if unsaved == batch_size:
+                        write_json_atomic(partial, {"fingerprint": fingerprint, "answers": done})
+                        unsaved = 0
+                    bar.update(1)
+            except BaseException:  # Ctrl-C or a failure: keep what was answered for the rerun
+                if unsaved:
+                    write_json_atomic(partial, {"fingerprint": fingerprint, "answers": done})
+                raise
     answers = [
         MinimalAnswer.model_validate({**r.model_dump(mode="json"), "answer": done[r.question_id]})
         for r in results.search_results

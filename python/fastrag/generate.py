@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,8 +54,10 @@ DEFAULT_MAX_NEW_TOKENS = 80
 #: Generation stops at these strings: ChatML turn markers a small model may spell out as text, and a
 #: new "Question:" line (small models go on to invent the next question).
 STOP_STRINGS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "\nQuestion:")
-#: KV-cache size (GB) of the continuous-batching scheduler used for batches.
-SCHEDULER_CACHE_GB = 1
+#: Batched generation (``answer_dataset``) checks its running answers for a repetition loop every this
+#: many steps, and ends a looping one there (:func:`clean_answer <fastrag.prompt.clean_answer>` would cut
+#: it at that line anyway, so the saved answer is the same and the rest of its tokens are never computed).
+LOOP_CHECK_STEPS = 4
 #: Files that make a folder a loadable OpenVINO GenAI model.
 IR_FILES = ("openvino_model.xml", "openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml")
 
@@ -329,15 +331,20 @@ class LoadInfo:
 
 
 class Generator:
-    """An OpenVINO GenAI ``LLMPipeline`` behind a typed interface; build one with :func:`load_generator`.
+    """An OpenVINO GenAI pipeline behind a typed interface; build one with :func:`load_generator`.
 
+    The pipeline is an ``LLMPipeline`` (one prompt at a time, streamed) or, for batches, a
+    ``ContinuousBatchingPipeline`` that is driven request by request (:meth:`generate_iter`).
     Prompts are rendered here with the model's own chat template (Qwen3's thinking switched off) and
     sent with ``apply_chat_template=False``, so what is counted is exactly what the model reads.
     """
 
-    def __init__(self, pipeline: Any, info: LoadInfo) -> None:
+    def __init__(self, pipeline: Any, info: LoadInfo, max_batch: int = 0) -> None:
         self._pipe = pipeline
         self._tokenizer = pipeline.get_tokenizer()
+        self._max_batch = max_batch
+        self._batched = max_batch > 0
+        self._requests_made = 0
         self.info = info
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
@@ -382,6 +389,11 @@ class Generator:
         """
         import openvino_genai
 
+        if self._batched:  # no streaming on the scheduler: the answer comes in one piece
+            answer = self.generate_many([prompt], max_new_tokens)[0]
+            if answer and on_text is not None:
+                on_text(answer)
+            return answer
         shown = ThinkFilter()
         guard = LoopGuard()
         pieces: list[str] = []
@@ -402,47 +414,138 @@ class Generator:
         return strip_think("".join(pieces))
 
     def generate_many(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]:
-        """Generate greedily for several rendered prompts in one batched call."""
-        if not prompts:
-            return []
-        result = self._pipe.generate(list(prompts), self._config(max_new_tokens))
-        return [strip_think(str(text)) for text in result.texts]
+        """Generate greedily for several rendered prompts together; the answers in prompt order."""
+        answers = [""] * len(prompts)
+        for index, text in self.generate_iter(prompts, max_new_tokens):
+            answers[index] = text
+        return answers
+
+    def generate_iter(self, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        """Generate greedily for rendered prompts; yield ``(index, answer)`` as each answer is finished.
+
+        On a batched generator (``load_generator(..., max_batch=n)``) each prompt becomes a request of the
+        continuous-batching scheduler as soon as fewer than ``n`` are in flight (``prompts`` is consumed
+        lazily, so it may build them on the way), and an answer that falls into a repetition loop is
+        ended there (checked every :data:`LOOP_CHECK_STEPS` steps). Otherwise all the prompts go to
+        ``LLMPipeline.generate`` as one list.
+        """
+        if not self._batched:
+            texts = list(prompts)
+            if texts:
+                result = self._pipe.generate(texts, self._config(max_new_tokens))
+                yield from ((i, strip_think(str(text))) for i, text in enumerate(result.texts))
+            return
+        yield from self._requests(iter(prompts), max_new_tokens)
+
+    def _requests(self, prompts: Iterator[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        """Drive the continuous-batching pipeline step by step (see :meth:`generate_iter`)."""
+        import openvino_genai
+
+        config = self._config(max_new_tokens)
+        going = openvino_genai.GenerationStatus.RUNNING
+        running: dict[int, Any] = {}
+        tokens: dict[int, list[int]] = {}
+        submitted = steps = 0
+        try:
+            while True:
+                while len(running) < self._max_batch:
+                    prompt = next(prompts, None)
+                    if prompt is None:
+                        break
+                    running[submitted] = self._pipe.add_request(self._requests_made, prompt, config)
+                    tokens[submitted] = []
+                    submitted += 1
+                    self._requests_made += 1
+                if not running:
+                    return
+                self._pipe.step()
+                steps += 1
+                ended: list[int] = []
+                for i, handle in running.items():
+                    if handle.can_read():  # a read returns the tokens generated since the previous one
+                        for output in handle.read().values():
+                            tokens[i].extend(output.generated_ids)
+                    if handle.get_status() != going:
+                        ended.append(i)
+                for i in ended:
+                    del running[i]
+                    yield i, strip_think(str(self._tokenizer.decode(tokens.pop(i), skip_special_tokens=True)))
+                if running and steps % LOOP_CHECK_STEPS == 0:
+                    self._stop_loops(running, tokens)
+        finally:
+            for handle in running.values():  # interrupted: free the scheduler for the next call
+                handle.stop()
+            while self._pipe.has_non_finished_requests():
+                self._pipe.step()
+
+    def _stop_loops(self, running: dict[int, Any], tokens: dict[int, list[int]]) -> None:
+        """Stop the running requests whose text so far repeats a line (one batched detokenization)."""
+        ids = [i for i in running if tokens[i]]
+        if not ids:
+            return
+        texts = self._tokenizer.decode([tokens[i] for i in ids], skip_special_tokens=True)
+        for i, text in zip(ids, texts):
+            if answer_loops(strip_think(str(text))):
+                running[i].stop()
+
+
+def answer_loops(text: str) -> bool:
+    """Whether the complete lines of a partial answer already contain a repetition loop.
+
+    Lines are judged as :func:`fastrag.prompt.clean_answer` judges them (echoed ``Question:`` lines are
+    skipped), so a generation stopped here is saved exactly as the finished one would have been.
+    """
+    guard = LoopGuard()
+    complete = text.split("\n")[:-1]
+    return any(guard.line_is_loop(line) for line in complete if not line.strip().lower().startswith("question:"))
 
 
 def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> Generator:
     """Load ``spec`` into an OpenVINO GenAI pipeline (this is where OpenVINO is first imported).
 
-    ``max_batch > 0`` configures the continuous-batching scheduler for that many sequences at once
-    (``answer_dataset``; measured faster than the default pipeline on batches, see benches/RESULTS.md).
-    For the packaged SmolLM2 GGUF the first load also saves an IR copy (``spec.save_ir_to``) that later
-    loads use. A model that OpenVINO cannot read becomes a one-line :class:`UserError`.
+    ``max_batch > 0`` loads a ``ContinuousBatchingPipeline`` that runs up to that many requests at once
+    (``answer_dataset``; :meth:`Generator.generate_iter`) with the scheduler settings ``LLMPipeline``
+    itself uses on a CPU (:func:`batch_scheduler`). For the packaged SmolLM2 GGUF the first load of a
+    single-prompt generator also saves an IR copy (``spec.save_ir_to``) that later loads use. A model that
+    OpenVINO cannot read becomes a one-line :class:`UserError`.
     """
     import openvino_genai
 
     started = time.perf_counter()
-    options: dict[str, Any] = {}
-    if max_batch > 0:
-        scheduler = openvino_genai.SchedulerConfig()
-        scheduler.max_num_seqs = max_batch
-        scheduler.cache_size = SCHEDULER_CACHE_GB
-        scheduler.dynamic_split_fuse = True
-        options["scheduler_config"] = scheduler
     saved: Path | None = None
     try:
-        if spec.save_ir_to is not None:
-            pipeline, saved = _load_saving_ir(openvino_genai, spec.path, spec.save_ir_to, device, options)
+        if max_batch > 0:
+            pipeline = openvino_genai.ContinuousBatchingPipeline(
+                str(spec.path), batch_scheduler(openvino_genai, max_batch), device, {}
+            )
+        elif spec.save_ir_to is not None:
+            pipeline, saved = _load_saving_ir(openvino_genai, spec.path, spec.save_ir_to, device)
         else:
-            pipeline = openvino_genai.LLMPipeline(str(spec.path), device, **options)
+            pipeline = openvino_genai.LLMPipeline(str(spec.path), device)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot load model {spec.path}: {first}") from exc
     info = LoadInfo(spec.name, spec.kind, spec.path, time.perf_counter() - started, saved)
-    return Generator(pipeline, info)
+    return Generator(pipeline, info, max_batch)
 
 
-def _load_saving_ir(
-    ov_genai: Any, gguf: Path, ir_dir: Path, device: str, options: dict[str, Any]
-) -> tuple[Any, Path | None]:
+def batch_scheduler(ov_genai: Any, max_batch: int) -> Any:
+    """The continuous-batching scheduler for batches: ``LLMPipeline``'s own CPU settings, ``max_batch`` at once.
+
+    Those settings (OpenVINO GenAI's latency-oriented configuration) put a whole prompt in one step
+    (no limit on tokens per step) and share the KV cache of a common prefix — here the system prompt
+    and chat template that every prompt starts with; the KV cache grows as needed. The 256-token steps
+    of a default ``SchedulerConfig`` measured 1.3-1.9x slower (benches/RESULTS.md ``## Answers``).
+    """
+    scheduler = ov_genai.SchedulerConfig()
+    scheduler.max_num_seqs = max_batch
+    scheduler.max_num_batched_tokens = 2**31 - 1
+    scheduler.enable_prefix_caching = True
+    scheduler.dynamic_split_fuse = True
+    return scheduler
+
+
+def _load_saving_ir(ov_genai: Any, gguf: Path, ir_dir: Path, device: str) -> tuple[Any, Path | None]:
     """Load a GGUF and save its IR into ``ir_dir`` (atomically: a temporary folder renamed into place).
 
     OpenVINO writes the IR beside the GGUF it reads, so the GGUF is linked into the temporary folder
@@ -452,14 +555,14 @@ def _load_saving_ir(
         ir_dir.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{ir_dir.name}.", dir=ir_dir.parent))
     except OSError:
-        return ov_genai.LLMPipeline(str(gguf), device, **options), None
+        return ov_genai.LLMPipeline(str(gguf), device), None
     try:
         link = work / gguf.name
         try:
             link.symlink_to(gguf.resolve())
         except OSError:
             shutil.copyfile(gguf, link)
-        pipeline = ov_genai.LLMPipeline(str(link), device, enable_save_ov_model=True, **options)
+        pipeline = ov_genai.LLMPipeline(str(link), device, enable_save_ov_model=True)
         link.unlink()
         if not all((work / f).is_file() for f in IR_FILES):
             return pipeline, None
@@ -468,6 +571,6 @@ def _load_saving_ir(
         os.replace(work, ir_dir)
         return pipeline, ir_dir
     except OSError:
-        return ov_genai.LLMPipeline(str(gguf), device, **options), None
+        return ov_genai.LLMPipeline(str(gguf), device), None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,12 +1,12 @@
 """Prompt building: the instructions, a context of retrieved evidence cut to a token budget, citations.
 
-On a 2-core CPU the prompt is the dominant cost of an answer (prefill runs at a few hundred tokens
-per second), so the context is not "the top spans": it is the parts of the retrieved spans most
-related to the question, chosen block by block until a budget counted in the model's own tokens is
-spent. A block is a paragraph (consecutive non-blank lines, at most :data:`BLOCK_LINES` lines), scored
-by the question's terms it contains (weighted by how rare they are among the candidate blocks) and
-by the rank of its span. Each source is shown under a header ``[path:first-last]`` naming exactly the
-characters it shows, which is also the citation format the model is told to copy.
+On a 2-core CPU the prompt length drives the cost of an answer, so the context is not "the top
+spans": it is the parts of the retrieved spans most related to the question, chosen block by block
+until a budget counted in the model's own tokens is spent. A block is a paragraph (consecutive
+non-blank lines, at most :data:`BLOCK_LINES` lines), scored by the question's terms it contains
+(weighted by how rare they are among the candidate blocks) and by the rank of its span. Sources are
+shown numbered (``[1] short/path.md``); the model cites the numbers, and :func:`expand_citations`
+turns them into ``[path:first-last]`` of exactly the characters shown (one per shown range).
 """
 
 from __future__ import annotations
@@ -82,11 +82,18 @@ class Excerpt:
     start: int
     end: int
     text: str
+    #: The character ranges actually shown (``start``–``end`` minus the gaps marked :data:`GAP`).
+    parts: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def shown(self) -> tuple[tuple[int, int], ...]:
+        """The ranges of the file shown to the model: :attr:`parts`, or the whole ``start``–``end``."""
+        return self.parts or ((self.start, self.end),)
 
     @property
     def citation(self) -> str:
-        """``[path:first-last]``: how the model is asked to cite this excerpt."""
-        return cite(self.source.file_path, self.start, self.end)
+        """``[path:first-last]`` of exactly what was shown: one per shown range when gaps were cut out."""
+        return "".join(cite(self.source.file_path, start, end) for start, end in self.shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,11 +343,17 @@ def _excerpts(chosen: Sequence[_Block]) -> list[Excerpt]:
     for rank in sorted(by_rank):
         blocks = sorted(by_rank[rank], key=lambda b: b.start)
         parts: list[str] = []
+        ranges: list[tuple[int, int]] = []
         for prev, block in zip([None, *blocks], blocks):
             if prev is not None and not _adjacent(prev, block):
                 parts.append(GAP)
+                ranges.append((block.start, block.end))
+            elif ranges:
+                ranges[-1] = (ranges[-1][0], block.end)
+            else:
+                ranges.append((block.start, block.end))
             parts.append(block.text)
-        out.append(Excerpt(blocks[0].source, blocks[0].start, blocks[-1].end, "\n".join(parts)))
+        out.append(Excerpt(blocks[0].source, blocks[0].start, blocks[-1].end, "\n".join(parts), tuple(ranges)))
     return out
 
 
@@ -430,4 +443,4 @@ def clean_answer(answer: str) -> str:
 def cited_excerpts(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
     """The excerpts an (expanded) answer cites, in the order shown."""
     found = set(citations(answer))
-    return [e for e in excerpts if (e.source.file_path, e.start, e.end) in found]
+    return [e for e in excerpts if any((e.source.file_path, a, b) in found for a, b in e.shown)]
