@@ -37,6 +37,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::memory::advise_huge_pages;
 use crate::tokenizer::{for_each_token, tokenize, TokenizerConfig};
 
 /// Largest accepted `k1`; beyond it contributions could overflow.
@@ -409,7 +410,8 @@ impl Bm25Index {
             avgdl,
             ranges,
             term_ids,
-        })
+        }
+        .placed())
     }
 
     /// Assembles an index from its arrays (as read from disk), checking every invariant the
@@ -446,7 +448,20 @@ impl Bm25Index {
             avgdl,
             ranges,
             term_ids,
-        })
+        }
+        .placed())
+    }
+
+    /// The index with the arrays a query reads at random backed by huge pages (see
+    /// [`crate::memory`]).
+    fn placed(self) -> Self {
+        advise_huge_pages(&self.doc_ids);
+        advise_huge_pages(&self.contrib);
+        advise_huge_pages(&self.offsets);
+        advise_huge_pages(&self.ranges.cells);
+        advise_huge_pages(&self.ranges.maxima);
+        advise_huge_pages(&self.term_ids.slots);
+        self
     }
 
     /// Number of indexed documents.
@@ -502,20 +517,31 @@ impl Bm25Index {
 
     /// Distinct known term ids of `query`, increasing (the order scores are summed in).
     pub fn query_terms(&self, query: &str) -> Vec<u32> {
+        self.lookup_terms(|push| for_each_token(query, &self.tokenizer, push))
+    }
+
+    /// Distinct known term ids of already tokenized `tokens` (taken as they are: not
+    /// lowercased, split or stemmed), increasing.
+    pub fn token_terms<S: AsRef<str>>(&self, tokens: &[S]) -> Vec<u32> {
+        self.lookup_terms(|push| tokens.iter().for_each(|t| push(t.as_ref())))
+    }
+
+    /// The ids of the tokens `tokens` hands to its callback, looked up in one batch: every
+    /// token's slot is requested from memory before any is read.
+    fn lookup_terms(&self, tokens: impl FnOnce(&mut dyn FnMut(&str))) -> Vec<u32> {
         thread_local! {
             static TOKENS: std::cell::RefCell<Tokens> = std::cell::RefCell::default();
         }
         let mut terms = Vec::new();
-        TOKENS.with_borrow_mut(|tokens| {
-            tokens.clear();
+        TOKENS.with_borrow_mut(|buf| {
+            buf.clear();
             let table = &self.term_ids;
-            for_each_token(query, &self.tokenizer, |tok| {
+            tokens(&mut |tok| {
                 let hash = TermTable::hash(tok);
-                // the slots of every token are fetched at once, not one token after the other
                 prefetch(&table.slots, table.home(hash));
-                tokens.push(tok, hash);
+                buf.push(tok, hash);
             });
-            table.get_all(&self.vocab, tokens, &mut terms);
+            table.get_all(&self.vocab, buf, &mut terms);
         });
         terms.sort_unstable();
         terms.dedup();
@@ -533,6 +559,17 @@ impl Bm25Index {
     /// Works in a thread-local scratch, so repeated calls allocate only the result.
     pub fn search(&self, query: &str, k: usize, allowed: Option<&[u8]>) -> Vec<(u32, f32)> {
         let terms = self.query_terms(query);
+        with_scratch(|scratch| self.search_terms(&terms, k, allowed, scratch))
+    }
+
+    /// [`search`](Self::search) of a query already tokenized (see [`token_terms`](Self::token_terms)).
+    pub fn search_tokens<S: AsRef<str>>(
+        &self,
+        tokens: &[S],
+        k: usize,
+        allowed: Option<&[u8]>,
+    ) -> Vec<(u32, f32)> {
+        let terms = self.token_terms(tokens);
         with_scratch(|scratch| self.search_terms(&terms, k, allowed, scratch))
     }
 
@@ -951,6 +988,12 @@ const WIDTH: usize = 1 << SHIFT;
 const RANGE_COST: usize = 12;
 /// Ranges checked, and their memory fetched, before they are scored.
 const BATCH: usize = 16;
+/// Terms in at least `ranges / ROW_MIN_DF_DIVISOR` documents get a row of range bounds
+/// ([`RangeMax`]). Measured on the vLLM corpus with `benches/peers.py` (p50 per query from
+/// cold caches, divisors run alternately, three rounds): 1 → 29-30 µs, 2 → 21-22 µs,
+/// 3 → 19-21 µs, 4 → 18-20 µs, 6 → 18-20 µs, 8 → 18-19 µs; 4 is the smallest that reaches
+/// the plateau (rows: 205, 416, 754 and 1298 for divisors 1, 2, 4 and 8).
+const ROW_MIN_DF_DIVISOR: usize = 4;
 /// No run.
 const NONE: u32 = u32::MAX;
 /// Row of a term without precomputed range bounds.
@@ -992,11 +1035,11 @@ fn prefetch<T>(v: &[T], i: usize) {
 /// Per-term upper bounds of the contributions over fixed ranges of [`WIDTH`] doc ids, and
 /// where each range's postings are: range `r` holds documents `r * WIDTH .. (r + 1) * WIDTH`.
 ///
-/// Only terms in at least half as many documents as there are ranges get a row (their
-/// postings touch most ranges, so a dense row is cheaper than reading them); the others'
+/// Only terms in at least a quarter as many documents as there are ranges get a row (their
+/// postings touch many ranges, so a dense row is cheaper than reading them); the others'
 /// bounds are computed from their postings at query time. A row costs 9 bytes a range, at
-/// most 18 bytes per posting of the terms that have one (7.4 MB for the 416 rows of the vLLM
-/// corpus: 31,772 chunks, 1,986 ranges, 2.5 M postings).
+/// most 36 bytes per posting of the terms that have one (13.5 MB for the 754 rows of the vLLM
+/// corpus: 31,772 chunks, 1,986 ranges, 2.5 M postings). See [`ROW_MIN_DF_DIVISOR`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RangeMax {
     n_ranges: usize,
@@ -1016,10 +1059,10 @@ pub struct RangeMax {
 }
 
 impl RangeMax {
-    /// Bounds for postings of `n_docs` documents, with rows for terms in at least half as
-    /// many documents as there are ranges.
+    /// Bounds for postings of `n_docs` documents, with rows for terms in at least
+    /// 1 / [`ROW_MIN_DF_DIVISOR`] as many documents as there are ranges.
     fn new(offsets: &[u32], doc_ids: &[u32], contrib: &[f32], n_docs: usize) -> Self {
-        let min_df = n_docs.div_ceil(WIDTH).div_ceil(2);
+        let min_df = n_docs.div_ceil(WIDTH).div_ceil(ROW_MIN_DF_DIVISOR);
         Self::with_rows(offsets, doc_ids, contrib, n_docs, min_df)
     }
 
@@ -1813,6 +1856,11 @@ mod tests {
         }
     }
 
+    /// Hits with their scores' exact bits (so that equality is bitwise).
+    fn bits(v: &[(u32, f32)]) -> Vec<(u32, u32)> {
+        v.iter().map(|&(d, s)| (d, s.to_bits())).collect()
+    }
+
     /// Pruned search of `terms` without the exhaustive fallback, with several numbers of
     /// ranges scored one by one, and the default search, checked to agree exactly (same ids,
     /// same score bits) with the exhaustive search; returns its hits.
@@ -1824,7 +1872,6 @@ mod tests {
     ) -> Result<Vec<(u32, f32)>, TestCaseError> {
         let mut scratch = Scratch::default();
         let want = idx.search_terms_exhaustive(terms, k, allowed, &mut scratch);
-        let bits = |v: &[(u32, f32)]| v.iter().map(|&(d, s)| (d, s.to_bits())).collect::<Vec<_>>();
         // the scratch is reused throughout, as a thread's is
         for seed in [0, 1, 3, 16, usize::MAX] {
             let pruning = Pruning {
@@ -1888,6 +1935,13 @@ mod tests {
             let ids: Vec<u32> = hits.iter().map(|h| h.0).collect();
             let scores: Vec<f32> = hits.iter().map(|h| h.1).collect();
             prop_assert_eq!(idx.score_docs(&query, &ids), scores);
+            // the same query handed over as tokens: the same hits, bit for bit
+            let tokens = idx.tokenize(&query);
+            prop_assert_eq!(idx.token_terms(&tokens), terms);
+            prop_assert_eq!(
+                bits(&idx.search_tokens(&tokens, k, allowed)),
+                bits(&idx.search(&query, k, allowed))
+            );
         }
 
         /// The same on hand-made postings whose contributions span many magnitudes (sums

@@ -5,6 +5,7 @@
 //! `IndexFormatError` (a `ValueError`).
 
 pub mod bm25;
+pub mod memory;
 pub mod offsets;
 pub mod store;
 pub mod tokenizer;
@@ -187,6 +188,21 @@ impl Bm25Index {
         let k = non_negative("k", k)?;
         let allowed = mask(&allowed, self.inner.num_docs())?;
         Ok(py.detach(|| unzip(self.inner.search(query, k, allowed))))
+    }
+
+    /// `search` of a query already tokenized: `tokens` are looked up as they are (the
+    /// index's `tokenize` gives the tokens `search` would use).
+    #[pyo3(signature = (tokens, k, allowed = None))]
+    fn search_tokens(
+        &self,
+        py: Python<'_>,
+        tokens: Vec<PyBackedStr>,
+        k: i64,
+        allowed: Option<PyBackedBytes>,
+    ) -> PyResult<(Vec<u32>, Vec<f32>)> {
+        let k = non_negative("k", k)?;
+        let allowed = mask(&allowed, self.inner.num_docs())?;
+        Ok(py.detach(|| unzip(self.inner.search_tokens(&tokens, k, allowed))))
     }
 
     /// `search` of every query in parallel; `threads` runs them on a dedicated pool.

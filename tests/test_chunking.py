@@ -8,12 +8,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import fastrag._core
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fastrag._core
 from fastrag.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
+from fastrag.chunking.text import markdown_layers, markdown_sections, table_windows
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "raw" / "vllm-0.10.1"
 SIZES = (50, 300, 2000)
@@ -276,6 +277,82 @@ def test_small_sections_are_packed_together() -> None:
     assert min(c.end - c.start for c in chunks) > 75
 
 
+def test_sections_layer_keeps_each_section_alone() -> None:
+    """``markdown_sections``: one chunk per heading section, never two sections packed together."""
+    text = "# Top\n\nIntro.\n\n" + "".join(f"## Part {i}\n\nShort text {i}.\n\n" for i in range(5))
+    chunks = markdown_sections(text, 2000)
+    check_chunks(text, chunks, 2000)
+    assert [t.split("\n", 1)[0] for t in spans(text, chunks)] == ["# Top", *(f"## Part {i}" for i in range(5))]
+    assert [c.context for c in chunks] == ["", *["Top"] * 5]
+    packed = chunk_markdown(text, 2000)
+    assert len(packed) == 1  # the chunker proper packs them all into one chunk
+
+
+def test_sections_layer_splits_an_oversized_section() -> None:
+    """A section larger than the target is split by paragraphs; its pieces carry its path."""
+    body = "".join(f"Paragraph {i} of the long section.\n\n" for i in range(30))
+    text = f"# Guide\n\n## Long\n\n{body}## Next\n\nEnd.\n"
+    chunks = markdown_sections(text, 2000, target_size=300)
+    check_chunks(text, chunks, 2000, 300)
+    inner = [c for c in chunks if "Paragraph" in text[c.start : c.end]]
+    assert len(inner) > 3 and all(c.context in ("Guide", "Guide > Long") for c in inner)
+    assert text[chunks[-1].start : chunks[-1].end] == "## Next\n\nEnd.\n"
+
+
+TABLE = (
+    """# Models
+
+Intro line.
+
+## Text
+
+| Architecture | Models | LoRA |
+|--------------|--------|------|
+"""
+    + "".join(f"| `Arch{i}ForCausalLM` | Model family {i} | yes |\n" for i in range(30))
+    + "\nAfter the table.\n"
+)
+
+
+def test_table_windows_carry_the_header() -> None:
+    """Runs of table rows up to the size, header row in the context, first window at the header."""
+    windows = table_windows(TABLE, 200, 2000)
+    header_at = TABLE.index("| Architecture")
+    assert windows[0].start == header_at
+    assert TABLE[windows[0].start : windows[0].end].count("\n") >= 2  # header, rule, first row(s)
+    assert all(w.end - w.start <= 200 for w in windows)
+    assert all(w.context == "Models > Text\nArchitecture | Models | LoRA" for w in windows)
+    rows = [line for w in windows for line in TABLE[w.start : w.end].split("\n")]
+    assert sum("ForCausalLM" in r for r in rows) == 30  # every row in exactly one window
+    assert all(TABLE[w.end - 1] == "|" for w in windows)  # ends on a row, no trailing newline
+    assert table_windows("no table | here\njust text\n", 200, 2000) == []
+    assert table_windows("| a | b |\n| c | d |\n", 200, 2000) == []  # no delimiter row
+
+
+def test_table_row_longer_than_the_window_is_alone() -> None:
+    """A row longer than the window size is one window; one over ``max_chunk_size`` is dropped."""
+    text = "| h | i |\n|---|---|\n| " + "x" * 300 + " | y |\n| short | row |\n| " + "z" * 3000 + " | w |\n"
+    windows = table_windows(text, 100, 2000)
+    assert [text[w.start : w.end].count("x") for w in windows] == [300, 0]  # header + first row, short row
+    assert all(w.end - w.start <= 2000 and "z" not in text[w.start : w.end] for w in windows)
+
+
+def test_markdown_layers_add_only_new_spans() -> None:
+    """Layers of a Markdown file: sections and windows, none equal to a primary chunk, sorted."""
+    primary = chunk_file("a.md", TABLE, 2000)
+    layers = markdown_layers("docs/a.md", TABLE, 2000, None, 200, primary)
+    assert layers == sorted(layers, key=lambda c: (c.start, c.end))
+    assert not {(c.start, c.end) for c in layers} & {(c.start, c.end) for c in primary}
+    assert len({(c.start, c.end) for c in layers}) == len(layers)
+    assert any("Architecture" in c.context for c in layers)  # table windows
+    assert any(TABLE[c.start :].startswith("## Text") for c in layers)  # the section alone
+    assert all(c.end - c.start <= 2000 for c in layers)
+    assert markdown_layers("a.py", TABLE, 2000, None, 200, []) == []
+    assert markdown_layers("a.md", "", 2000, None, 200, []) == []
+    rst = markdown_layers("a.rst", TABLE, 2000, None, 200, [])
+    assert rst and not any("Architecture" in c.context for c in rst)  # no table windows in reST
+
+
 def test_setext_and_front_matter() -> None:
     """Setext underlines are headings; YAML front matter delimiters are not."""
     text = "---\ntitle: Doc\n---\n\nGuide\n=====\n\nIntro text here.\n\nUsage\n-----\n\nRun it.\n"
@@ -447,6 +524,17 @@ def test_property_markdown(text: str) -> None:
     """Generated Markdown: invariants for Markdown and rst."""
     check_all_sizes(text, chunk_markdown)
     check_all_sizes(text, lambda *a: chunk_file("a.rst", *a))
+
+
+@PROPERTY_SETTINGS
+@given(markdown_sources())
+def test_property_markdown_layers(text: str) -> None:
+    """Generated Markdown: the sections layer keeps the invariants; every layer span is valid."""
+    for size in SIZES:
+        check_chunks(text, markdown_sections(text, 2000, size), 2000, size)
+        layers = markdown_layers("a.md", text, 2000, size, size, [])
+        fastrag._core.validate_spans(len(text), [(c.start, c.end) for c in layers], 2000)
+        assert all(text[c.start : c.end].strip() for c in layers)
 
 
 @PROPERTY_SETTINGS

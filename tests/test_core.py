@@ -235,6 +235,25 @@ def test_search_batch_equals_search(docs: list[str], queries: list[str], k: int,
     assert index.search_batch(queries, k, threads=threads) == [index.search(q, k) for q in queries]
 
 
+@settings(max_examples=60, deadline=None)
+@given(CORPUS, QUERY, st.integers(0, 8))
+def test_search_tokens_equals_search(docs: list[str], query: str, k: int) -> None:
+    index = Bm25Index.build(docs)
+    tokens = index.tokenize(query)
+    assert index.search_tokens(tokens, k) == index.search(query, k)
+    # tokens are taken as given: repeats count once, unknown or untokenized words match nothing
+    assert index.search_tokens(tokens + tokens[::-1], k) == index.search(query, k)
+    assert index.search_tokens([t.upper() + "\u00e9" for t in tokens], k) == ([], [])
+
+
+def test_search_tokens_arguments(index: Bm25Index) -> None:
+    assert index.search_tokens([], 3) == ([], [])
+    with pytest.raises(ValueError, match="k must be"):
+        index.search_tokens(["kv"], -1)
+    with pytest.raises(TypeError):
+        index.search_tokens("kv cache", 3)  # a str is a sequence of str, but not a list of tokens
+
+
 def test_search_batch_threads_argument(index: Bm25Index) -> None:
     with pytest.raises(ValueError, match="threads"):
         index.search_batch(["kv"], 3, threads=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -10,9 +11,10 @@ import pytest
 
 from conftest import write_repo
 from fastrag import index as index_module
+from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
-from fastrag.generations import load_index
-from fastrag.index import IndexParams, build_index
+from fastrag.generations import current_generation, load_index
+from fastrag.index import IndexParams, build_index, primary_chunks
 from fastrag.retrieve import Retriever
 
 QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
@@ -136,3 +138,35 @@ def test_binary_and_non_utf8_files_are_skipped(tmp_path: Path) -> None:
     report = build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
     assert sorted(s.rel_path for s in report.skipped) == ["blob.txt", "latin1.md"]
     assert report.files == 4
+
+
+MODELS_DOC = (
+    "# Supported models\n\nvLLM runs these architectures.\n\n## Text generation\n\n"
+    "| Architecture | Models | LoRA |\n|---|---|---|\n"
+    + "".join(f"| `Family{i}ForCausalLM` | Family {i} base and chat | yes |\n" for i in range(80))
+    + "\n## Pooling\n\nSee the pooling page.\n"
+)
+
+
+def test_markdown_layers_are_indexed_but_not_primary(tmp_path: Path) -> None:
+    """Sections and table windows are extra chunks: searchable, never among the primary chunks."""
+    repo = write_repo(tmp_path / "repo", {"docs/models.md": MODELS_DOC, "pkg/a.py": "x = 1\n"})
+    layered = build_index(repo, tmp_path / "on", display_root="repo", progress=False)
+    plain = build_index(repo, tmp_path / "off", IndexParams(layers=False), display_root="repo", progress=False)
+    assert layered.chunks > plain.chunks
+
+    def records(index_dir: Path) -> dict[str, index_module.FileRecord]:
+        generation = current_generation(index_dir)
+        assert generation is not None
+        raw = json.loads((generation / "files.json").read_text())
+        return {rel: index_module.FileRecord.from_json(rel, value) for rel, value in raw.items()}
+
+    on, off = records(tmp_path / "on")["docs/models.md"], records(tmp_path / "off")["docs/models.md"]
+    assert [on.chunks[i] for i in primary_chunks(on.chunks)] == [off.chunks[i] for i in primary_chunks(off.chunks)]
+    windows = [c for c in on.chunks if "Architecture | Models | LoRA" in c.context]
+    assert windows and all(c.end - c.start <= TABLE_WINDOW_SIZE for c in windows)
+
+    hit = Retriever.open(tmp_path / "on").search("Family42 architecture", 1)[0]
+    assert hit.file_path == "repo/docs/models.md"
+    assert "Family42ForCausalLM" in MODELS_DOC[hit.start : hit.end]
+    assert hit.end - hit.start <= TABLE_WINDOW_SIZE  # the window, not a 2,000-character chunk

@@ -66,6 +66,12 @@ class Bm25Index:
         ``allowed``: one byte per document, nonzero where the document may be returned.
         """
 
+    def search_tokens(
+        self, tokens: Sequence[str], k: int, allowed: bytes | bytearray | None = None
+    ) -> tuple[list[int], list[float]]:
+        """:meth:`search` of a query already tokenized: ``tokens`` are looked up as they are, so
+        ``search_tokens(index.tokenize(q), k) == search(q, k)``."""
+
     def search_batch(
         self,
         queries: Sequence[str],

@@ -29,7 +29,8 @@ from tqdm import tqdm
 from fastrag import _core
 from fastrag.chunking import Chunk, chunk_file
 from fastrag.chunking.bridges import with_bridges
-from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE
+from fastrag.chunking.text import markdown_layers
+from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
 from fastrag.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.errors import UsageError, UserError
 from fastrag.generations import FORMAT_VERSION, current_generation, publish
@@ -86,6 +87,7 @@ class IndexParams:
     bridges: bool = True
     embed: str = DEFAULT_EMBED
     embed_tokens: int = DEFAULT_EMBED_TOKENS
+    layers: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as a JSON-ready dict."""
@@ -99,6 +101,7 @@ class IndexParams:
             "bridges": self.bridges,
             "embed": self.embed,
             "embed_tokens": self.embed_tokens,
+            "layers": self.layers,
         }
 
     def embed_spec(self) -> EmbedSpec | None:
@@ -284,6 +287,10 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     chunks = chunk_file(entry.rel_path, text, params.max_chunk_size, params.target_size)
     if params.bridges:
         chunks = with_bridges(text, chunks, params.max_chunk_size)
+    if params.layers:
+        chunks = chunks + markdown_layers(
+            entry.rel_path, text, params.max_chunk_size, params.target_size, TABLE_WINDOW_SIZE, chunks
+        )
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks)
 
 
@@ -296,11 +303,13 @@ def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> Iterator[s
 
 
 def primary_chunks(chunks: list[Chunk]) -> list[int]:
-    """Indices of a file's primary chunks: the non-overlapping cover, without the bridges.
+    """Indices of a file's primary chunks: the non-overlapping cover, without the bridges and
+    the Markdown layers.
 
-    Chunks are sorted by ``(start, end)`` and a bridge always starts inside the chunk before it,
-    so keeping every chunk that starts at or after the end of the last kept one drops exactly
-    the bridges.
+    Primary chunks and bridges come first, sorted by ``(start, end)``, and a bridge always starts
+    inside the chunk before it; the layers (:func:`fastrag.chunking.text.markdown_layers`) follow,
+    all starting before the end of the last primary chunk. Keeping every chunk that starts at or
+    after the end of the last kept one therefore drops exactly the bridges and the layers.
     """
     kept: list[int] = []
     end = -1

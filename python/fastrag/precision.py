@@ -48,8 +48,10 @@ VARIANT_WEIGHT = 0.1
 #: Weight of a file-name match (× the name's idf / the index's largest idf).
 NAME_WEIGHT = 0.4
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
-#: depend on ``k``); 30, 50 and 100 gave the same recall on the public sets.
-DEPTH = 30
+#: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
+#: alone; with the Markdown layers (short sections and table windows, which rank high for
+#: model names) 30 lost a code question whose file is only found by its name bonus, 50 did not.
+DEPTH = 50
 #: Width of re-cut spans in characters; 0 leaves the spans as the chunker cut them.
 FOCUS = 0
 #: Saturation of a term's count inside a re-cut window (BM25's k1 with no length part).

@@ -50,7 +50,17 @@ from itertools import pairwise
 
 import fastrag._core
 
-__all__ = ["Chunk", "Packer", "Piece", "chunk_markdown", "chunk_plain", "resolve_target"]
+__all__ = [
+    "Chunk",
+    "Packer",
+    "Piece",
+    "chunk_markdown",
+    "chunk_plain",
+    "markdown_layers",
+    "markdown_sections",
+    "resolve_target",
+    "table_windows",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,6 +542,19 @@ class _MarkdownPacker(Packer):
             pieces.append((child.start, child.end, node.path, node.path, child))
         return pieces
 
+    def segments(self) -> list[Piece]:
+        """One piece per section (the text before the first heading included): its heading
+        line through the start of its first sub-section, in document order."""
+        out: list[Piece] = []
+        stack: list[tuple[_Section, str]] = [(self.root, "")]
+        while stack:
+            node, ancestors = stack.pop()
+            own_end = node.children[0].start if node.children else node.end
+            if own_end > node.start:
+                out.append((node.start, own_end, ancestors, node.path, PARAGRAPHS))
+            stack.extend((child, node.path) for child in reversed(node.children))
+        return out
+
     def split_node(self, piece: Piece) -> list[Piece]:
         """Split an oversized section into introduction and sub-sections."""
         node = piece[4]
@@ -554,3 +577,129 @@ def chunk_markdown(text: str, max_chunk_size: int, target_size: int | None = Non
     packer = _MarkdownPacker(text, target, rst)
     packer.pack(packer.section_pieces(packer.root, ""))
     return packer.chunks
+
+
+def markdown_sections(
+    text: str, max_chunk_size: int, target_size: int | None = None, *, rst: bool = False
+) -> list[Chunk]:
+    """Every heading section's own text (heading line up to its first sub-heading) as chunks.
+
+    Unlike :func:`chunk_markdown`, small sibling sections are not packed together; a section
+    larger than the target is split by paragraphs, lines, words and slices as usual. Contexts
+    are the same heading paths.
+    """
+    target = resolve_target(max_chunk_size, target_size)
+    if not text:
+        return []
+    return _sections(_MarkdownPacker(text, target, rst))
+
+
+def _sections(packer: _MarkdownPacker) -> list[Chunk]:
+    """:func:`markdown_sections` on an already scanned text (the packer's chunks must be empty)."""
+    for segment in packer.segments():
+        packer.pack([segment])
+    return packer.chunks
+
+
+# -- Markdown tables ---------------------------------------------------------------------------
+
+_TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*(?:\r\n|\r|\n)?$")
+_TABLE_LINE = re.compile(r"[ \t]*\|")
+
+
+def table_windows(text: str, size: int, max_chunk_size: int) -> list[Chunk]:
+    """Row windows of the Markdown tables of ``text``: runs of consecutive rows of at most ``size``
+    characters (a longer row is a window by itself, dropped beyond ``max_chunk_size``), the first
+    window of a table starting at its header. ``context`` is the heading path and the table's
+    header row, so that every window carries the column names (``Architecture | Models | LoRA``)
+    next to its rows.
+
+    A table is a line starting with ``|`` followed by a delimiter row (``|---|:--:|``) and the
+    ``|`` lines after it. A table's rows are mostly short, and in a 2,000-character chunk a
+    question naming one row's model meets it once among hundreds of other names; a window keeps
+    the row, its neighbours and the header that says what the columns mean.
+    """
+    if "|" not in text:
+        return []
+    return _table_windows(_MarkdownPacker(text, max(1, size), rst=False), size, max_chunk_size)
+
+
+def _table_windows(packer: _MarkdownPacker, size: int, max_chunk_size: int) -> list[Chunk]:
+    """:func:`table_windows` on an already scanned Markdown text."""
+    text, ls, n = packer.text, packer.line_starts, packer.n
+    count = len(ls)
+    out: list[Chunk] = []
+    i = 1
+    while i < count:
+        start, end = ls[i], ls[i + 1] if i + 1 < count else n
+        head = ls[i - 1]
+        if not (_TABLE_RULE.match(text, start, end) and _TABLE_LINE.match(text, head, start)):
+            i += 1
+            continue
+        rows = [head]
+        j = i + 1
+        while j < count and _TABLE_LINE.match(text, ls[j], ls[j + 1] if j + 1 < count else n):
+            rows.append(ls[j])
+            j += 1
+        table_end = ls[j] if j < count else n
+        if len(rows) > 1:
+            bounds = [rows[0], *rows[2:], table_end] if len(rows) > 2 else [rows[0], table_end]
+            header = _title(text[head:start].strip().strip("|").replace("|", " | "))
+            context = f"{_section_path(packer.root, head)}\n{header}".strip()
+            a = 0
+            while a < len(bounds) - 1:
+                b = a + 1
+                while b < len(bounds) - 1 and bounds[b + 1] - bounds[a] <= size:
+                    b += 1
+                lo, hi = bounds[a], bounds[b]
+                while hi > lo and text[hi - 1].isspace():
+                    hi -= 1
+                if hi - lo <= max_chunk_size and _NONSPACE.search(text, lo, hi) is not None:
+                    out.append(Chunk(lo, hi, context))
+                a = b
+        i = j
+    return out
+
+
+def markdown_layers(
+    path: str, text: str, max_chunk_size: int, target_size: int | None, table_size: int, primary: list[Chunk]
+) -> list[Chunk]:
+    """Extra chunks of a Markdown / reST file, indexed beside its ``primary`` chunks (and bridges).
+
+    * **sections** (:func:`markdown_sections`): each heading section on its own, where the
+      chunker packed small sibling sections together. A question about one short section (a
+      heading and a line or two) then meets a span of that section's size;
+    * **table windows** (:func:`table_windows`, Markdown only): runs of table rows of at most
+      ``table_size`` characters with the header row as context.
+
+    Spans already in ``primary`` and repeats are left out; the result is sorted by
+    ``(start, end)``. Other files get no extra chunks.
+    """
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if ext not in ("md", "markdown", "rst"):
+        return []
+    if not text:
+        return []
+    rst = ext == "rst"
+    packer = _MarkdownPacker(text, resolve_target(max_chunk_size, target_size), rst)
+    extra = list(_sections(packer))
+    if not rst and table_size > 0 and "|" in text:
+        extra += _table_windows(packer, min(table_size, max_chunk_size), max_chunk_size)
+    seen = {(c.start, c.end) for c in primary}
+    out: list[Chunk] = []
+    for chunk in extra:
+        if (chunk.start, chunk.end) not in seen:
+            seen.add((chunk.start, chunk.end))
+            out.append(chunk)
+    out.sort(key=lambda c: (c.start, c.end))
+    return out
+
+
+def _section_path(root: _Section, offset: int) -> str:
+    """Heading path of the deepest section holding ``offset``."""
+    node = root
+    while True:
+        inner = [c for c in node.children if c.start <= offset < c.end]
+        if not inner:
+            return node.path
+        node = inner[0]
