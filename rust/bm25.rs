@@ -395,23 +395,9 @@ impl Bm25Index {
             doc_ids,
             contrib,
         } = postings(&blocks, vocab.len(), &doc_lens, avgdl, params)?;
-        let (ranges, term_ids) = rayon::join(
-            || RangeMax::new(&offsets, &doc_ids, &contrib, doc_lens.len()),
-            || TermTable::new(&vocab),
-        );
-        Ok(Self {
-            params,
-            tokenizer,
-            vocab,
-            offsets,
-            doc_ids,
-            contrib,
-            doc_lens,
-            avgdl,
-            ranges,
-            term_ids,
-        }
-        .placed())
+        Ok(Self::assemble(
+            params, tokenizer, vocab, offsets, doc_ids, contrib, doc_lens,
+        ))
     }
 
     /// Assembles an index from its arrays (as read from disk), checking every invariant the
@@ -432,36 +418,45 @@ impl Bm25Index {
             || check_postings(vocab.len(), &offsets, &doc_ids, &contrib, n_docs),
         );
         words.and(postings).map_err(String::from)?;
-        let avgdl = mean(&doc_lens);
+        Ok(Self::assemble(
+            params, tokenizer, vocab, offsets, doc_ids, contrib, doc_lens,
+        ))
+    }
+
+    /// The index of checked arrays: derives the search structures (range bounds, term hash
+    /// table) and backs the arrays a query reads at random with huge pages (see
+    /// [`crate::memory`]).
+    fn assemble(
+        params: Bm25Params,
+        tokenizer: TokenizerConfig,
+        vocab: Vocab,
+        offsets: Vec<u32>,
+        doc_ids: Vec<u32>,
+        contrib: Vec<f32>,
+        doc_lens: Vec<u32>,
+    ) -> Self {
         let (ranges, term_ids) = rayon::join(
             || RangeMax::new(&offsets, &doc_ids, &contrib, doc_lens.len()),
             || TermTable::new(&vocab),
         );
-        Ok(Self {
+        advise_huge_pages(&doc_ids);
+        advise_huge_pages(&contrib);
+        advise_huge_pages(&offsets);
+        advise_huge_pages(&ranges.cells);
+        advise_huge_pages(&ranges.maxima);
+        advise_huge_pages(&term_ids.slots);
+        Self {
             params,
             tokenizer,
             vocab,
+            avgdl: mean(&doc_lens),
             offsets,
             doc_ids,
             contrib,
             doc_lens,
-            avgdl,
             ranges,
             term_ids,
         }
-        .placed())
-    }
-
-    /// The index with the arrays a query reads at random backed by huge pages (see
-    /// [`crate::memory`]).
-    fn placed(self) -> Self {
-        advise_huge_pages(&self.doc_ids);
-        advise_huge_pages(&self.contrib);
-        advise_huge_pages(&self.offsets);
-        advise_huge_pages(&self.ranges.cells);
-        advise_huge_pages(&self.ranges.maxima);
-        advise_huge_pages(&self.term_ids.slots);
-        self
     }
 
     /// Number of indexed documents.
@@ -842,24 +837,10 @@ impl Bm25Index {
     /// Scores range `r` exactly into `top`, its documents' contributions added term by term
     /// in increasing term id (the summation order of `score_docs`).
     fn score_range(&self, r: usize, top: &mut TopK, allowed: Option<&[u8]>, scratch: &Scratch) {
-        let mut acc = [0f32; WIDTH];
-        // the rare terms' runs in this range, by increasing term
-        let mut link = scratch.heads[r];
-        for (j, &row) in scratch.rows.iter().enumerate() {
-            if row == SPARSE {
-                if let Some(run) = scratch
-                    .runs
-                    .get(link as usize)
-                    .filter(|run| run.term == j as u32)
-                {
-                    self.add_postings(run.start, run.end, &mut acc);
-                    link = run.next;
-                }
-            } else {
-                let (start, mask) = self.ranges.postings(row, r);
-                self.add_masked(start, mask, &mut acc);
-            }
-        }
+        let acc = self.range_sums(r, scratch, |row, acc| {
+            let (start, mask) = self.ranges.postings(row, r);
+            self.add_masked(start, mask, acc);
+        });
         let threshold = top.threshold();
         if !acc.iter().fold(false, |any, &s| any | (s >= threshold)) {
             return;
@@ -878,29 +859,44 @@ impl Bm25Index {
     /// range of each frequent term it contains (rounding is monotone: exact).
     fn may_reach(&self, r: usize, threshold: f32, scratch: &Scratch) -> bool {
         let rm = &self.ranges;
+        let acc = self.range_sums(r, scratch, |row, acc| {
+            let cell = rm.cell(row, r);
+            let max = f32::from((cell >> 16) as u8) * rm.scale[row];
+            let mut mask = cell & 0xffff;
+            while mask != 0 {
+                acc[mask.trailing_zeros() as usize & (WIDTH - 1)] += max;
+                mask &= mask - 1;
+            }
+        });
+        acc.iter().fold(false, |any, &s| any | (s >= threshold))
+    }
+
+    /// Sums over the query's terms, in increasing term id, for the documents of range `r`:
+    /// each rare term's run in the range adds its contributions; each frequent term (its
+    /// row) adds what `frequent` adds (exact contributions, or the term's range maximum).
+    #[inline(always)]
+    fn range_sums(
+        &self,
+        r: usize,
+        scratch: &Scratch,
+        mut frequent: impl FnMut(usize, &mut [f32; WIDTH]),
+    ) -> [f32; WIDTH] {
         let mut acc = [0f32; WIDTH];
+        // the rare terms' runs in this range, by increasing term
         let mut link = scratch.heads[r];
         for (j, &row) in scratch.rows.iter().enumerate() {
-            if row == SPARSE {
-                if let Some(run) = scratch
-                    .runs
-                    .get(link as usize)
-                    .filter(|run| run.term == j as u32)
-                {
-                    self.add_postings(run.start, run.end, &mut acc);
-                    link = run.next;
-                }
-            } else {
-                let cell = rm.cell(row, r);
-                let max = f32::from((cell >> 16) as u8) * rm.scale[row];
-                let mut mask = cell & 0xffff;
-                while mask != 0 {
-                    acc[mask.trailing_zeros() as usize & (WIDTH - 1)] += max;
-                    mask &= mask - 1;
-                }
+            if row != SPARSE {
+                frequent(row, &mut acc);
+            } else if let Some(run) = scratch
+                .runs
+                .get(link as usize)
+                .filter(|run| run.term == j as u32)
+            {
+                self.add_postings(run.start, run.end, &mut acc);
+                link = run.next;
             }
         }
-        acc.iter().fold(false, |any, &s| any | (s >= threshold))
+        acc
     }
 
     /// Adds the contributions of postings `start..end`, all in one range, to the range's
