@@ -13,7 +13,7 @@ from fastrag.chunking import chunk_file
 from fastrag.index import IndexParams, build_index
 from fastrag.precision import FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.query import analyse, identifier_variants
-from fastrag.retrieve import Retriever
+from fastrag.retrieve import NESTED, OVERLAP, Retriever
 
 FILLER = "".join(f"filler line number {i} about nothing in particular\n" for i in range(40))
 EVIDENCE = "def load_lora_adapter(name):\n    # load the lora adapter from disk\n    return lora_adapter_cache[name]\n"
@@ -233,7 +233,11 @@ def test_results_are_distinct_and_valid_spans(retriever: Retriever, focus: int) 
                 for b in hits[i + 1 :]:
                     if a.file_path == b.file_path:
                         inter = min(a.end, b.end) - max(a.start, b.start)
-                        assert inter <= 0.3 * min(a.end - a.start, b.end - b.start)
+                        short, long = sorted((a, b), key=lambda h: h.end - h.start)
+                        nested = long.start <= short.start and short.end <= long.end
+                        assert inter <= OVERLAP * (short.end - short.start) or (
+                            nested and short.end - short.start <= NESTED * (long.end - long.start)
+                        )
     finally:
         retriever.focus = 0
 

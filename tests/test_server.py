@@ -327,6 +327,24 @@ def test_concurrent_searches_agree_with_serial_ones(client: TestClient) -> None:
     assert parallel == serial
 
 
+def test_concurrent_vector_searches_agree_with_serial_ones(tmp_path: Path) -> None:
+    """Hybrid and vector searches run at once (their queries embedded together) and answer as one at a time."""
+    write_repo(tmp_path / "data/raw/repo")
+    params = IndexParams(max_chunk_size=2000, target_size=2000, embed="docs")
+    build_index(tmp_path / "data/raw/repo", tmp_path / "data/processed", params, display_root="data/raw/repo",
+                progress=False)  # fmt: skip
+    queries = ["lora adapter", "install pip", "How do I install vLLM?", LORA_QUESTION, "scheduler", "   x"]
+    searches = [{"query": q, "k": k, "mode": m} for q in queries for k in (2, 4) for m in ("hybrid", "vector")]
+    with client_for(tmp_path) as serial_client:
+        assert serial_client.get("/healthz").json()["vectors"] is True
+        serial = [serial_client.get("/search", params=p).json() for p in searches]
+    assert sum(bool(r["results"]) for r in serial) > len(serial) // 2
+    with client_for(tmp_path) as client, ThreadPoolExecutor(max_workers=8) as pool:
+        responses = list(pool.map(lambda p: client.get("/search", params=p), searches))
+    assert all(r.headers["x-cache"] == "miss" for r in responses)  # each searched, none from the cache
+    assert [r.json() for r in responses] == serial
+
+
 # ----------------------------------------------------------------------------- span
 
 

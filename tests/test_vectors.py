@@ -6,18 +6,24 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
 
 from conftest import ROOT, write_repo
 from fastrag import embed as embed_module
+from fastrag.batching import Combiner
 from fastrag.chunking import Chunk
-from fastrag.embed import DIM, MODEL_NAME, QUERY_WIDTH, Embedder, find_model, model_fingerprint
+from fastrag.embed import DIM, MODEL_NAME, QUERY_BATCHES, QUERY_WIDTH, Embedder, find_model, model_fingerprint
 from fastrag.errors import UserError
 from fastrag.generations import load_index
 from fastrag.index import IndexParams, build_index, primary_chunks
+from fastrag.retrieve import Retriever
 from fastrag.vectors import (
     ARRAYS_FILE,
     CACHE_FILE,
@@ -92,6 +98,104 @@ def test_truncation_and_queries(embedder: Embedder) -> None:
     assert embedder.embed([]).shape == (0, DIM)
     with pytest.raises(ValueError):
         embedder.embed(["x"], 1000)
+
+
+QUESTIONS = [
+    "what is vLLM?",
+    "How do I install vLLM?",
+    "how to load a lora adapter at runtime",
+    "Which endpoint loads a LoRA adapter dynamically?",
+    "scheduler preemption when the KV cache is full",
+    "speculative decoding draft model",
+    "   ",
+    INSTALL + " " + LORA * 4,  # longer than QUERY_WIDTH tokens: the dynamic-shape road
+]
+#: A hang fails the concurrency tests instead of blocking the suite.
+TIMEOUT_S = 120
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def in_threads(fn: Callable[[A], R], calls: Sequence[A], threads: int = 8) -> list[R]:
+    """``fn(call)`` for every call, on ``threads`` daemon threads started together; the results in order."""
+    futures: list[Future[R]] = [Future() for _ in calls]
+    barrier = threading.Barrier(threads)
+
+    def worker(first: int) -> None:
+        barrier.wait(TIMEOUT_S)
+        for i in range(first, len(calls), threads):
+            try:
+                futures[i].set_result(fn(calls[i]))
+            except Exception as exc:  # noqa: BLE001 - handed to the test through the future
+                futures[i].set_exception(exc)
+
+    for w in range(threads):
+        threading.Thread(target=worker, args=(w,), daemon=True).start()
+    return [f.result(TIMEOUT_S) for f in futures]
+
+
+def test_every_static_query_shape_gives_the_same_vectors(embedder: Embedder) -> None:
+    short = [q for q in QUESTIONS if q.strip() and max(embedder.token_counts([q])) <= QUERY_WIDTH]
+    queries = (short * 4)[: max(QUERY_BATCHES) + 1]
+    alone = np.stack([embedder.embed_queries([q])[0] for q in queries])
+    for n in range(2, len(queries) + 1):  # every static shape, each also padded with filler rows
+        assert np.array_equal(embedder.embed_queries(queries[:n]), alone[:n]), n
+    embedder.prepare_queries()
+    assert set(embedder._static) == set(QUERY_BATCHES)
+
+
+def test_queries_embedded_concurrently_equal_alone(embedder: Embedder) -> None:
+    alone = {q: embedder.embed_queries([q])[0] for q in QUESTIONS}
+    combiner = Combiner(embedder.embed_queries)
+    calls = [[q] for q in QUESTIONS * 12] + [QUESTIONS[i : i + 3] for i in range(6)]
+    results = in_threads(combiner, calls)
+    for call, rows in zip(calls, results):
+        assert len(rows) == len(call) and all(np.array_equal(row, alone[q]) for q, row in zip(call, rows)), call
+    assert combiner.items == sum(len(c) for c in calls)
+
+
+def test_concurrent_searches_equal_searches_alone(embedder: Embedder, tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", DOCS, display_root="repo", progress=False, embedder=embedder)
+    retriever = Retriever.open(tmp_path / "ix")
+    calls = [(q, k, mode) for q in QUESTIONS for k in (1, 3) for mode in ("hybrid", "vector")] * 3
+    alone = {call: retriever.search(*call) for call in calls}
+    assert sum(bool(hits) for hits in alone.values()) > len(alone) // 2
+    assert in_threads(lambda call: retriever.search(*call), calls) == [alone[call] for call in calls]
+
+
+def test_a_retriever_loads_one_model_for_all_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", DOCS, display_root="repo", progress=False)
+    retriever = Retriever.open(tmp_path / "ix")
+    loads: list[Embedder] = []
+    resolve = Embedder.resolve
+
+    def counted(models_dir: Path) -> Embedder:
+        loads.append(resolve(models_dir))
+        return loads[-1]
+
+    monkeypatch.setattr(Embedder, "resolve", counted)
+    in_threads(lambda q: retriever.search(q, 2), QUESTIONS)
+    assert len(loads) == 1
+    retriever.prepare_vectors()  # already loaded: nothing to do
+    assert len(loads) == 1
+
+    other = Retriever.open(tmp_path / "ix")
+    other.prepare_vectors()
+    assert len(loads) == 2 and loads[1]._static.keys() == set(QUERY_BATCHES)
+
+
+def test_an_index_of_another_model_is_refused_on_every_search(tmp_path: Path) -> None:
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", DOCS, display_root="repo", progress=False)
+    retriever = Retriever.open(tmp_path / "ix")
+    retriever.index.manifest["embed_model"] = f"{MODEL_NAME}:another"
+    for _ in range(2):
+        with pytest.raises(UserError, match="differs from the one that built the index"):
+            retriever.search("load a lora adapter", 3, "hybrid")
+    assert retriever.search("load a lora adapter", 3, "lexical")
 
 
 def test_model_folder_comes_first(embedder: Embedder, tmp_path: Path) -> None:

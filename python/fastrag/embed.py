@@ -21,10 +21,13 @@ depends on the text and ``max_tokens`` alone — which is what lets the index ca
 content and still equal a full rebuild bit for bit.
 
 Queries of at most :data:`QUERY_WIDTH` tokens take another road: static-shape requests
-(``[1, QUERY_WIDTH]`` for one query, ``[BATCH_SIZE, QUERY_WIDTH]`` for more), compiled on first
-use. A static request gives the same vector for a query alone or in any batch (measured: 0.0
-difference), and a single query runs about 2x faster than through the dynamic-shape request
-(benches/RESULTS.md, "Query embedding").
+``[n, QUERY_WIDTH]`` for each ``n`` of :data:`QUERY_BATCHES`, the smallest that holds the batch.
+A static request gives the same vector for a query alone or in any batch of any of these shapes
+(measured: 0.0 difference), and a single query runs about 2x faster than through the
+dynamic-shape request (benches/RESULTS.md, "Query embedding"). Each request is compiled on first
+use (0.12 s with the compiled-model cache, 0.3 s without), or all at once by
+:meth:`Embedder.prepare_queries`: a server does that when it loads an index, since compiling while
+it serves holds up every query batched behind the compilation.
 
 Importing this module is cheap; OpenVINO is imported when an :class:`Embedder` is created.
 """
@@ -61,6 +64,11 @@ BATCH_SIZE = 16
 PAD_MULTIPLE = 8
 #: Queries up to this many tokens (specials included) run through static-shape requests.
 QUERY_WIDTH = 32
+#: Batch sizes of the static-shape query requests. A few queries embedded together (the server
+#: batches concurrent searches, :mod:`fastrag.batching`) are padded only to the next size: a
+#: [16, 32] call costs ~18 ms, a [4, 32] one ~5.5 ms, a [1, 32] one ~3.3 ms (benches/RESULTS.md,
+#: "HTTP server load"); each size compiles once, ~0.12 s with the compiled-model cache.
+QUERY_BATCHES = (1, 2, 4, 8, BATCH_SIZE)
 #: OpenVINO CPU settings. Pinning inference threads to cores pays only when nothing else runs
 #: there: next to other processes (a shared 2-core machine, a server's request threads) a pinned
 #: thread waits for its core, and unpinned was 1.8x (batches) to 2.7x (single queries) faster,
@@ -191,7 +199,8 @@ def model_fingerprint(files: ModelFiles) -> str:
 class Embedder:
     """all-MiniLM-L6-v2 compiled by OpenVINO for the CPU; build one with :meth:`resolve`.
 
-    One inference request is reused: an instance must not be shared between threads.
+    One inference request is reused: an instance must not be shared between threads (threads
+    that embed queries share one through a :class:`fastrag.batching.Combiner`).
     """
 
     def __init__(self, files: ModelFiles, cache_dir: Path | None = None) -> None:
@@ -301,11 +310,16 @@ class Embedder:
         by_row = dict(zip(keep, ids))
         for lo in range(0, len(short), BATCH_SIZE):
             rows = short[lo : lo + BATCH_SIZE]
-            size = 1 if len(rows) == 1 else BATCH_SIZE
+            size = next(n for n in QUERY_BATCHES if n >= len(rows))
             batch = [by_row[i] for i in rows]
             batch += [batch[0]] * (size - len(batch))  # filler rows: rows never affect each other
             out[rows] = self._run(batch, QUERY_WIDTH, self._static_request(size))[: len(rows)]
         return out
+
+    def prepare_queries(self) -> None:
+        """Compile every static-shape query request now rather than on first use."""
+        for size in QUERY_BATCHES:
+            self._static_request(size)
 
     def _static_request(self, batch: int) -> Any:
         """The request of static shape ``[batch, QUERY_WIDTH]`` (compiled on first use, then kept)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
@@ -27,13 +27,9 @@ class Live:
     generation: str
     paths: frozenset[str]
     corpus_root: Path | None
-    _vector_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def search(self, query: str, k: int, mode: str) -> list[Hit]:
-        """Search this generation; vector work is serialised (the embedder is single-threaded)."""
-        if mode != "lexical" and self.retriever.index.has_vectors:
-            with self._vector_lock:
-                return self.retriever.search(query, k, mode)
+        """Search this generation; safe on many threads at once (concurrent queries are embedded together)."""
         return self.retriever.search(query, k, mode)
 
 
@@ -76,8 +72,13 @@ class LiveIndex:
                 except UserError as exc:
                     raise ApiError(503, str(exc)) from exc
                 repo = loaded.manifest.get("repo_path")
+                retriever = Retriever(loaded, self.models_dir)
+                try:
+                    retriever.prepare_vectors()  # now, not while the first searches wait for it
+                except UserError:
+                    pass  # no usable model: lexical search still works; vector searches say why
                 self._live = Live(
-                    Retriever(loaded, self.models_dir),
+                    retriever,
                     loaded.path.name,
                     frozenset(loaded.chunks.paths),
                     Path(repo) if isinstance(repo, str) and repo else None,
