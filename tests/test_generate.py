@@ -6,6 +6,7 @@ filtering, the token budget of the context, and the citation format. Nothing her
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,6 +306,26 @@ def test_excerpt_with_a_gap_cites_exactly_the_ranges_shown(tmp_path: Path, monke
     expanded = expand_citations("It is a POST [1].", prompt.excerpts)
     assert citations(expanded) == [("lora.md", a, b) for a, b in excerpt.parts]
     assert cited_excerpts(expanded, prompt.excerpts) == [excerpt]
+
+
+def test_overlapping_sources_never_show_a_line_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = GAPPED.format(filler="Some words about drivers.")
+    (tmp_path / "lora.md").write_text(doc, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    endpoint = doc.index("The endpoint")
+    # a whole-file span and a span nested in it (a section layer, say), both retrieved
+    sources = [Source("lora.md", 0, len(doc)), Source("lora.md", endpoint, len(doc))]
+
+    def count(texts: Any) -> list[int]:
+        return [len(t) // 4 + 1 for t in texts]
+
+    def render(msgs: Any) -> str:
+        return "\n".join(m["content"] for m in msgs)
+
+    prompt = build_prompt(QUESTION, sources, count, render, budget=4000)
+    shown = sorted(part for e in prompt.excerpts for part in e.parts)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(shown)), shown
+    assert prompt.text.count("load_lora_adapter") == 1
 
 
 def test_terms_split_identifiers() -> None:

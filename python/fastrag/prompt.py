@@ -312,7 +312,7 @@ def _choose(pool: list[_Block], budget: int, header: int) -> list[_Block]:
     def take(block: _Block) -> None:
         nonlocal left
         cost = block.tokens + 2 + (0 if block.rank in sources else header)
-        if cost <= left:
+        if cost <= left and not _shown(block, chosen):
             chosen.append(block)
             sources.add(block.rank)
             left -= cost
@@ -332,6 +332,13 @@ def _choose(pool: list[_Block], budget: int, header: int) -> list[_Block]:
             if block.rank == 0:
                 take(block)
     return chosen
+
+
+def _shown(block: _Block, chosen: Sequence[_Block]) -> bool:
+    """Whether any of ``block``'s characters is already in ``chosen`` (overlapping retrieved spans of
+    one file split into blocks that repeat each other's lines)."""
+    path = block.source.file_path
+    return any(c.source.file_path == path and c.start < block.end and block.start < c.end for c in chosen)
 
 
 def _excerpts(chosen: Sequence[_Block]) -> list[Excerpt]:
