@@ -19,7 +19,7 @@ from conftest import ROOT, write_repo
 from fastrag import embed as embed_module
 from fastrag.batching import Combiner
 from fastrag.chunking import Chunk
-from fastrag.embed import DIM, MODEL_NAME, QUERY_BATCHES, QUERY_WIDTH, Embedder, find_model, model_fingerprint
+from fastrag.embed import DIM, MODEL_NAME, QUERY_SHAPES, QUERY_WIDTHS, Embedder, find_model, model_fingerprint
 from fastrag.errors import UserError
 from fastrag.generations import load_index
 from fastrag.index import IndexParams, build_index, primary_chunks
@@ -92,8 +92,8 @@ def test_truncation_and_queries(embedder: Embedder) -> None:
     batch = embedder.embed_queries(["what is vLLM?", INSTALL, LORA, SCHEDULER] * 5)
     assert np.array_equal(batch[0], q[0]) and np.array_equal(batch[16], q[0])
     assert float(batch[0] @ embedder.embed(["what is vLLM?"])[0]) > 0.9999
-    # a query longer than QUERY_WIDTH tokens goes through embed() itself
-    assert max(embedder.token_counts([long_b])) > QUERY_WIDTH
+    # a query longer than the widest static shape goes through embed() itself
+    assert max(embedder.token_counts([long_b])) > max(QUERY_WIDTHS)
     assert np.array_equal(embedder.embed_queries([long_b])[0], embedder.embed([long_b])[0])
     assert embedder.embed([]).shape == (0, DIM)
     with pytest.raises(ValueError):
@@ -108,7 +108,8 @@ QUESTIONS = [
     "scheduler preemption when the KV cache is full",
     "speculative decoding draft model",
     "   ",
-    INSTALL + " " + LORA * 4,  # longer than QUERY_WIDTH tokens: the dynamic-shape road
+    SCHEDULER + " " + LORA,  # 49 tokens: the second static width
+    INSTALL + " " + LORA * 4,  # longer than every static width: the dynamic-shape road
 ]
 #: A hang fails the concurrency tests instead of blocking the suite.
 TIMEOUT_S = 120
@@ -135,14 +136,32 @@ def in_threads(fn: Callable[[A], R], calls: Sequence[A], threads: int = 8) -> li
     return [f.result(TIMEOUT_S) for f in futures]
 
 
+def static_width(embedder: Embedder, query: str) -> int:
+    """The static width ``query`` runs at, 0 for the dynamic-shape road."""
+    return next((w for w in QUERY_WIDTHS if max(embedder.token_counts([query])) <= w), 0)
+
+
 def test_every_static_query_shape_gives_the_same_vectors(embedder: Embedder) -> None:
-    short = [q for q in QUESTIONS if q.strip() and max(embedder.token_counts([q])) <= QUERY_WIDTH]
-    queries = (short * 4)[: max(QUERY_BATCHES) + 1]
-    alone = np.stack([embedder.embed_queries([q])[0] for q in queries])
-    for n in range(2, len(queries) + 1):  # every static shape, each also padded with filler rows
-        assert np.array_equal(embedder.embed_queries(queries[:n]), alone[:n]), n
+    assert len(QUERY_WIDTHS) > 1
+    alone: dict[str, np.ndarray] = {}
+    for width, sizes in QUERY_SHAPES.items():
+        fitting = [q for q in QUESTIONS if q.strip() and static_width(embedder, q) == width]
+        assert fitting, width
+        queries = (fitting * 16)[: max(sizes) + 1]
+        vectors = np.stack([embedder.embed_queries([q])[0] for q in queries])
+        alone.update(zip(queries, vectors))
+        for n in range(2, len(queries) + 1):  # every static shape, each also padded with filler rows
+            assert np.array_equal(embedder.embed_queries(queries[:n]), vectors[:n]), (width, n)
+        # the static request agrees with the dynamic-shape one up to kernel rounding
+        assert float(vectors[0] @ embedder.embed([queries[0]])[0]) > 0.9999
+    # mixed widths and the dynamic road in one batch: one call per width, each row as alone
+    mixed = [q for q in QUESTIONS if q.strip()] * 3
+    assert len({static_width(embedder, q) for q in mixed}) == len(QUERY_WIDTHS) + 1
+    for q in mixed:
+        alone.setdefault(q, embedder.embed_queries([q])[0])
+    assert np.array_equal(embedder.embed_queries(mixed), np.stack([alone[q] for q in mixed]))
     embedder.prepare_queries()
-    assert set(embedder._static) == set(QUERY_BATCHES)
+    assert set(embedder._static) == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
 
 
 def test_queries_embedded_concurrently_equal_alone(embedder: Embedder) -> None:
@@ -184,7 +203,7 @@ def test_a_retriever_loads_one_model_for_all_threads(tmp_path: Path, monkeypatch
 
     other = Retriever.open(tmp_path / "ix")
     other.prepare_vectors()
-    assert len(loads) == 2 and loads[1]._static.keys() == set(QUERY_BATCHES)
+    assert len(loads) == 2 and loads[1]._static.keys() == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
 
 
 def test_an_index_of_another_model_is_refused_on_every_search(tmp_path: Path) -> None:

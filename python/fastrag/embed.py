@@ -20,12 +20,15 @@ padded length (their token count rounded up to :data:`PAD_MULTIPLE`), so a text'
 depends on the text and ``max_tokens`` alone — which is what lets the index cache vectors by
 content and still equal a full rebuild bit for bit.
 
-Queries of at most :data:`QUERY_WIDTH` tokens take another road: static-shape requests
-``[n, QUERY_WIDTH]`` for each ``n`` of :data:`QUERY_BATCHES`, the smallest that holds the batch.
-A static request gives the same vector for a query alone or in any batch of any of these shapes
-(measured: 0.0 difference), and a single query runs about 2x faster than through the
-dynamic-shape request (benches/RESULTS.md, "Query embedding"). Each request is compiled on first
-use (0.12 s with the compiled-model cache, 0.3 s without), or all at once by
+Queries of at most ``max(QUERY_WIDTHS)`` tokens take another road: static-shape requests
+``[n, width]`` (:data:`QUERY_SHAPES`), the query at the smallest width of :data:`QUERY_WIDTHS` that
+holds it, the batch at the smallest ``n`` that holds its queries of that width. A static request
+gives the same vector for a query alone or in any batch of any of these shapes, at any width that
+holds it (measured: 0.0 difference, widths 16 to 64), and a single query runs about 2x faster than
+through the dynamic-shape request (benches/RESULTS.md, "Query embedding"). A query's width depends
+on its own length alone, so its vector does not depend on the other queries of its batch even
+where a CPU's kernels did differ between widths. Each request is compiled on first use (~0.12 s
+with the compiled-model cache, 0.3 s without), or all at once by
 :meth:`Embedder.prepare_queries`: a server does that when it loads an index, since compiling while
 it serves holds up every query batched behind the compilation.
 
@@ -62,13 +65,18 @@ FINGERPRINT_BLOCK = 1 << 20
 BATCH_SIZE = 16
 #: Padded lengths are multiples of this (fewer distinct shapes; see the module docstring).
 PAD_MULTIPLE = 8
-#: Queries up to this many tokens (specials included) run through static-shape requests.
-QUERY_WIDTH = 32
-#: Batch sizes of the static-shape query requests. A few queries embedded together (the server
-#: batches concurrent searches, :mod:`fastrag.batching`) are padded only to the next size: a
-#: [16, 32] call costs ~18 ms, a [4, 32] one ~5.5 ms, a [1, 32] one ~3.3 ms (benches/RESULTS.md,
-#: "HTTP server load"); each size compiles once, ~0.12 s with the compiled-model cache.
-QUERY_BATCHES = (1, 2, 4, 8, BATCH_SIZE)
+#: Static-shape query requests: for each width (tokens, specials included), the batch sizes compiled.
+#: A query runs at the smallest width that holds it (the 200 public questions: median 24 tokens,
+#: 179 within 32, all within 64), in a batch padded to the next size of its width; a batch of
+#: several widths is one call per width. Measured per call (benches/RESULTS.md, "Query embedding
+#: widths"): [1, 32] ~2.3 ms, [4, 32] ~4.3 ms, [8, 32] ~7 ms, [1, 64] ~3 ms, [2, 64] ~4.2 ms,
+#: [4, 64] ~7 ms; odd batch sizes cost as much as the next power of two, widths 24 and 48 as
+#: much as 32 and 64, and width 16 holds too few questions to pay for the call it adds to mixed
+#: batches (slower in the server load bench). Each shape compiles once, ~0.11 s with the
+#: compiled-model cache (all nine: ~1 s).
+QUERY_SHAPES: dict[int, tuple[int, ...]] = {32: (1, 2, 4, 8, BATCH_SIZE), 64: (1, 2, 4, BATCH_SIZE)}
+#: The static widths, narrowest first; queries longer than the last take the dynamic-shape request.
+QUERY_WIDTHS = tuple(sorted(QUERY_SHAPES))
 #: OpenVINO CPU settings. Pinning inference threads to cores pays only when nothing else runs
 #: there: next to other processes (a shared 2-core machine, a server's request threads) a pinned
 #: thread waits for its core, and unpinned was 1.8x (batches) to 2.7x (single queries) faster,
@@ -223,7 +231,7 @@ class Embedder:
         if "input_ids" not in self._inputs:
             raise UserError(f"the embedding model ({files.source}) has no input named input_ids")
         self._request = compiled.create_infer_request()
-        self._static: dict[int, Any] = {}  # batch size -> request of shape [batch, QUERY_WIDTH]
+        self._static: dict[tuple[int, int], Any] = {}  # (batch size, width) -> static-shape request
         self._truncation: int | None = None
         self._model_id: str | None = None
 
@@ -294,8 +302,9 @@ class Embedder:
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Embed questions: a query's vector is the same alone or in any batch; a blank query gets zeros.
 
-        Queries of at most :data:`QUERY_WIDTH` tokens run through the static-shape requests, longer
-        ones through :meth:`embed` (see the module docstring).
+        Queries of at most ``max(QUERY_WIDTHS)`` tokens run through the static-shape requests, one
+        call per width (and per :data:`BATCH_SIZE` queries); longer ones through :meth:`embed` (see
+        the module docstring).
         """
         out = np.zeros((len(queries), DIM), dtype=np.float32)
         keep = [i for i, q in enumerate(queries) if q.strip()]
@@ -303,32 +312,42 @@ class Embedder:
             return out
         self._set_truncation(MODEL_MAX_TOKENS)
         ids = [e.ids for e in self._tokenizer.encode_batch([queries[i] for i in keep], add_special_tokens=True)]
-        short = [i for i, seq in zip(keep, ids) if len(seq) <= QUERY_WIDTH]
-        long = [i for i, seq in zip(keep, ids) if len(seq) > QUERY_WIDTH]
+        by_width: dict[int, list[int]] = {}  # width -> rows of out
+        long: list[int] = []
+        for i, seq in zip(keep, ids):
+            width = next((w for w in QUERY_WIDTHS if len(seq) <= w), 0)
+            if width:
+                by_width.setdefault(width, []).append(i)
+            else:
+                long.append(i)
         if long:
             out[long] = self.embed([queries[i] for i in long], MODEL_MAX_TOKENS)
         by_row = dict(zip(keep, ids))
-        for lo in range(0, len(short), BATCH_SIZE):
-            rows = short[lo : lo + BATCH_SIZE]
-            size = next(n for n in QUERY_BATCHES if n >= len(rows))
-            batch = [by_row[i] for i in rows]
-            batch += [batch[0]] * (size - len(batch))  # filler rows: rows never affect each other
-            out[rows] = self._run(batch, QUERY_WIDTH, self._static_request(size))[: len(rows)]
+        for width, rows_of_width in by_width.items():
+            sizes = QUERY_SHAPES[width]
+            for lo in range(0, len(rows_of_width), sizes[-1]):
+                rows = rows_of_width[lo : lo + sizes[-1]]
+                size = next(n for n in sizes if n >= len(rows))
+                batch = [by_row[i] for i in rows]
+                batch += [batch[0]] * (size - len(batch))  # filler rows: rows never affect each other
+                out[rows] = self._run(batch, width, self._static_request(size, width))[: len(rows)]
         return out
 
     def prepare_queries(self) -> None:
-        """Compile every static-shape query request now rather than on first use."""
-        for size in QUERY_BATCHES:
-            self._static_request(size)
+        """Compile every static-shape query request (:data:`QUERY_SHAPES`) now rather than on first use."""
+        for width, sizes in QUERY_SHAPES.items():
+            for size in sizes:
+                self._static_request(size, width)
 
-    def _static_request(self, batch: int) -> Any:
-        """The request of static shape ``[batch, QUERY_WIDTH]`` (compiled on first use, then kept)."""
-        if batch not in self._static:
+    def _static_request(self, batch: int, width: int) -> Any:
+        """The request of static shape ``[batch, width]`` (compiled on first use, then kept)."""
+        key = (batch, width)
+        if key not in self._static:
             model = self._core.read_model(str(self.files.model))
-            model.reshape({port.get_any_name(): [batch, QUERY_WIDTH] for port in model.inputs})
+            model.reshape({port.get_any_name(): [batch, width] for port in model.inputs})
             compiled = self._core.compile_model(model, "CPU", COMPILE_CONFIG)
-            self._static[batch] = compiled.create_infer_request()
-        return self._static[batch]
+            self._static[key] = compiled.create_infer_request()
+        return self._static[key]
 
     def _run(self, batch: list[list[int]], width: int, request: Any = None) -> np.ndarray:
         """One inference call (``request``: the dynamic-shape one by default): pad to ``width``, run,
