@@ -37,7 +37,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::memory::advise_huge_pages;
+use crate::memory::{collapse_huge_pages, huge_zeroed};
 use crate::tokenizer::{for_each_token, tokenize, TokenizerConfig};
 
 /// Largest accepted `k1`; beyond it contributions could overflow.
@@ -395,9 +395,16 @@ impl Bm25Index {
             doc_ids,
             contrib,
         } = postings(&blocks, vocab.len(), &doc_lens, avgdl, params)?;
-        Ok(Self::assemble(
+        let built = Self::assemble(
             params, tokenizer, vocab, offsets, doc_ids, contrib, doc_lens,
-        ))
+        );
+        // memory freed by the build's own buffers came back already written: see `crate::memory`
+        collapse_huge_pages(&built.doc_ids);
+        collapse_huge_pages(&built.contrib);
+        collapse_huge_pages(&built.ranges.cells);
+        collapse_huge_pages(&built.ranges.maxima);
+        collapse_huge_pages(&built.term_ids.slots);
+        Ok(built)
     }
 
     /// Assembles an index from its arrays (as read from disk), checking every invariant the
@@ -423,9 +430,8 @@ impl Bm25Index {
         ))
     }
 
-    /// The index of checked arrays: derives the search structures (range bounds, term hash
-    /// table) and backs the arrays a query reads at random with huge pages (see
-    /// [`crate::memory`]).
+    /// The index of checked arrays, with the search structures derived from them (range
+    /// bounds, term hash table).
     fn assemble(
         params: Bm25Params,
         tokenizer: TokenizerConfig,
@@ -439,12 +445,6 @@ impl Bm25Index {
             || RangeMax::new(&offsets, &doc_ids, &contrib, doc_lens.len()),
             || TermTable::new(&vocab),
         );
-        advise_huge_pages(&doc_ids);
-        advise_huge_pages(&contrib);
-        advise_huge_pages(&offsets);
-        advise_huge_pages(&ranges.cells);
-        advise_huge_pages(&ranges.maxima);
-        advise_huge_pages(&term_ids.slots);
         Self {
             params,
             tokenizer,
@@ -1077,9 +1077,9 @@ impl RangeMax {
             .filter(|(_, w)| (w[1] - w[0]) as usize >= min_df.max(1))
             .map(|(t, _)| t as u32)
             .collect();
-        let mut cells = vec![0u64; dense.len() * n_ranges];
+        let mut cells = huge_zeroed(dense.len() * n_ranges, 0u64);
         let mut scale = vec![0f32; dense.len()];
-        let mut maxima = vec![0u8; dense.len() * n_ranges];
+        let mut maxima = huge_zeroed(dense.len() * n_ranges, 0u8);
         if n_ranges > 0 {
             cells
                 .par_chunks_mut(n_ranges)
@@ -1288,8 +1288,9 @@ fn postings(
         .collect();
 
     let mut next: Vec<u32> = offsets[..n_terms].to_vec();
-    let mut doc_ids = vec![0u32; end as usize];
-    let mut contrib = vec![0f32; end as usize];
+    // the arrays a query reads at random: huge pages (see `crate::memory`)
+    let mut doc_ids = huge_zeroed(end as usize, 0u32);
+    let mut contrib = huge_zeroed(end as usize, 0f32);
     let docs = blocks.iter().flat_map(|block| {
         block
             .doc_ends
@@ -1425,7 +1426,7 @@ pub(crate) struct TermTable {
 impl TermTable {
     fn new(vocab: &Vocab) -> Self {
         let n = (vocab.len() + vocab.len() / 2 + 1).next_power_of_two();
-        let mut slots = vec![0u64; n];
+        let mut slots = huge_zeroed(n, 0u64);
         for id in 0..vocab.len() {
             let hash = Self::hash(vocab.term(id));
             let mut i = hash as usize & (n - 1);

@@ -22,6 +22,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::bm25::{Bm25Index, Bm25Params, Vocab};
+use crate::memory::huge_zeroed;
 use crate::tokenizer::TokenizerConfig;
 
 /// First 8 bytes of every index file.
@@ -336,9 +337,10 @@ impl<R: Read> Payload<R> {
         Ok(out)
     }
 
-    /// `n` little-endian `u32`s, read straight into the returned vector.
+    /// `n` little-endian `u32`s, read straight into the returned vector (backed by huge pages
+    /// where the kernel gives them: the postings are read at random by every query).
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>, ReadError> {
-        let mut out = vec![0u32; n];
+        let mut out = huge_zeroed(n, 0u32);
         self.fill(as_bytes_mut(&mut out))?;
         for v in &mut out {
             *v = u32::from_le(*v); // compiles to nothing on little-endian targets
