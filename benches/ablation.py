@@ -38,7 +38,6 @@ from peers import replace_section
 from fastrag import _core
 from fastrag.datasets import ground_truth, load_dataset
 from fastrag.evaluate import evaluate
-from fastrag.generations import current_generation
 from fastrag.index import IndexParams, build_index
 from fastrag.models import AnsweredQuestion, MinimalSearchResults
 from fastrag.precision import Precision
@@ -285,12 +284,12 @@ def timings(retriever: Retriever, index_dir: Path, questions: list[str], rounds:
 
 
 def ensure_index(index_dir: Path) -> None:
-    """Build an index with vectors into ``index_dir`` unless it already holds one."""
-    if current_generation(index_dir) is not None:
-        return
+    """Bring the index with vectors in ``index_dir`` up to date (incremental: a check when nothing
+    changed; a rebuild when the chunking or its parameters did, so the table never measures a stale
+    index)."""
     if not CORPUS.is_dir():
         sys.exit(f"ablation: error: no corpus at {CORPUS} (run `make data`)")
-    print(f"building an index with vectors into {index_dir} ...", file=sys.stderr, flush=True)
+    print(f"indexing {DISPLAY_ROOT} with vectors into {index_dir} (incremental) ...", file=sys.stderr, flush=True)
     build_index(CORPUS, index_dir, IndexParams(embed="docs"), display_root=DISPLAY_ROOT, progress=True)
 
 

@@ -164,14 +164,14 @@ def cpu_busy() -> float:
 
 
 def ensure_vector_index() -> Path:
-    """``benches/_work/server-index``: the corpus indexed with docs vectors (built once)."""
-    if not (VECTOR_INDEX / "CURRENT").is_file():
-        print(f"building {VECTOR_INDEX.relative_to(ROOT)} (index --vectors docs, once) ...", file=sys.stderr)
-        subprocess.run(
-            [sys.executable, "-m", "fastrag", "index", "--vectors", "docs", "--index_dir", str(VECTOR_INDEX)],
-            cwd=ROOT,
-            check=True,
-        )
+    """``benches/_work/server-index``: the corpus indexed with docs vectors, brought up to date
+    (incremental: a check when nothing changed, a rebuild when the chunking did)."""
+    print(f"indexing into {VECTOR_INDEX.relative_to(ROOT)} (index --vectors docs, incremental) ...", file=sys.stderr)
+    subprocess.run(
+        [sys.executable, "-m", "fastrag", "index", "--vectors", "docs", "--index_dir", str(VECTOR_INDEX)],
+        cwd=ROOT,
+        check=True,
+    )
     return VECTOR_INDEX
 
 
