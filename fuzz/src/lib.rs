@@ -8,6 +8,8 @@
 
 #[path = "../../rust/bm25.rs"]
 pub mod bm25;
+#[path = "../../rust/memory.rs"]
+pub mod memory;
 #[path = "../../rust/offsets.rs"]
 pub mod offsets;
 #[path = "../../rust/store.rs"]
