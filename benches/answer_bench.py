@@ -3,6 +3,7 @@
 Run from the project root after ``make index`` (``make run`` also writes the search results)::
 
     .venv/bin/python benches/answer_bench.py c3            # evidence kept, prompt length (~20 s, no generation)
+    .venv/bin/python benches/answer_bench.py semantic [reps]  # C3 and prompt time, words alone vs + embeddings
     .venv/bin/python benches/answer_bench.py profile       # one prompt: prefill vs decode
     .venv/bin/python benches/answer_bench.py warm [reps] [configs] [--max_new_tokens N]   # answer_dataset, old vs new
     .venv/bin/python benches/answer_bench.py cli           # `python -m fastrag answer` end to end, 3 fresh processes
@@ -26,6 +27,10 @@ The span is *kept* when the characters actually shown to the model (the exact ra
 gaps excluded) match the ground-truth span by the same rule. Two stricter measures are printed beside it:
 the ground-truth span's key line (the line sharing most terms with the reference answer) lies inside the
 shown ranges, and that key line occurs verbatim anywhere in the context (the measure used before).
+Both counts are also split by the question's position (even, odd) to show whether a change holds on each
+half. ``semantic`` prints C3 with the context chosen by the question's words alone and with the embedding
+model too (``answer_dataset``'s default), then the time to build the 100 docs prompts each way, alternated
+``reps`` times, and the embedding model's one-off load.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastrag.answer import DEFAULT_BATCH_SIZE, to_sources
+from fastrag.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_for
 from fastrag.generate import (
     DEFAULT_MAX_NEW_TOKENS,
     Generator,
@@ -51,7 +56,7 @@ from fastrag.generate import (
     resolve_model,
 )
 from fastrag.models import MinimalSource
-from fastrag.prompt import DEFAULT_PROMPT_BUDGET, Prompt, SpanReader, build_prompt, finish_answer, terms
+from fastrag.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, finish_answer, terms
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT / "data/datasets/AnsweredQuestions/dataset_{kind}_public.json"
@@ -98,28 +103,42 @@ def load(kind: str = "docs", results_file: Path | None = None) -> tuple[list[dic
     return results, truth
 
 
+_DEFAULT: Any = object()
+
+
 def prompts_for(
-    generator: Generator, results: Sequence[dict[str, Any]], budget: int = DEFAULT_PROMPT_BUDGET
+    generator: Generator,
+    results: Sequence[dict[str, Any]],
+    budget: int = DEFAULT_PROMPT_BUDGET,
+    similarity: Similarity | None = _DEFAULT,
 ) -> list[Prompt]:
-    """The default prompt of every question, as ``answer_dataset`` builds it."""
+    """The default prompt of every question, as ``answer_dataset`` builds it (``similarity``: its
+    :func:`~fastrag.answer.block_similarity` unless given; ``None`` chooses by the question's words alone)."""
+    if similarity is _DEFAULT:
+        similarity = block_similarity()
     reader = SpanReader()
     out = []
     for r in results:
-        spans = to_sources([MinimalSource.model_validate(s) for s in r["retrieved_sources"]])
-        out.append(build_prompt(r["question"], spans, generator.count_tokens, generator.render, budget, reader))
+        spans = [MinimalSource.model_validate(s) for s in r["retrieved_sources"]]
+        out.append(prompt_for(generator, r["question"], spans, budget, reader, similarity))
     return out
 
 
 def c3(
-    generator: Generator, kind: str, results_file: Path | None, budget: int = DEFAULT_PROMPT_BUDGET
+    generator: Generator,
+    kind: str,
+    results_file: Path | None,
+    budget: int = DEFAULT_PROMPT_BUDGET,
+    similarity: Similarity | None = _DEFAULT,
 ) -> dict[str, Any]:
     """Prompt length and whether the ground-truth span is kept in the context (module docstring)."""
     results, truth = load(kind, results_file)
-    prompts = prompts_for(generator, results, budget)
+    prompts = prompts_for(generator, results, budget, similarity)
     reader = SpanReader()
     eligible = kept = key_shown = key_verbatim = 0
+    kept_halves, key_halves = [0, 0], [0, 0]
     missed: list[int | None] = []
-    for r, p in zip(results, prompts):
+    for position, (r, p) in enumerate(zip(results, prompts)):
         gt = truth[r["question_id"]]["sources"][0]
         path, span = gt["file_path"], (gt["first_character_index"], gt["last_character_index"])
         retrieved = [
@@ -132,17 +151,20 @@ def c3(
         shown = sorted({part for e in p.excerpts if e.source.file_path == path for part in e.shown})
         hit = shown_iou(shown, span) > 0.05
         kept += hit
+        kept_halves[position % 2] += hit
         if not hit:
             missed.append(ranks[0])
         text = reader.text(path)
         line = key_line(text[span[0] : span[1]], truth[r["question_id"]]["answer"])
         if line is not None:
             at = text.find(line, span[0], span[1])
-            key_shown += any(start <= at and at + len(line) <= end for start, end in shown)
+            line_shown = any(start <= at and at + len(line) <= end for start, end in shown)
             key_verbatim += line in p.context
         else:
-            key_shown += hit
+            line_shown = hit
             key_verbatim += hit
+        key_shown += line_shown
+        key_halves[position % 2] += line_shown
     tokens = [p.tokens for p in prompts]
     return {
         "set": kind, "retrieval": str(results_file) if results_file else "fresh, default retriever, k=10",
@@ -150,8 +172,36 @@ def c3(
         "median_tokens": statistics.median(tokens), "max_tokens": max(tokens),
         "eligible": eligible, "kept": kept, "kept_share": round(kept / eligible, 3),
         "key_line_shown": key_shown, "key_line_verbatim": key_verbatim,
-        "rank_of_missed": missed,
+        "kept_even_odd": kept_halves, "key_line_shown_even_odd": key_halves, "rank_of_missed": missed,
     }  # fmt: skip
+
+
+def semantic(reps: int = 3) -> list[dict[str, Any]]:
+    """C3 and the time to build answer_dataset's prompts: the question's words alone vs + the embedding model."""
+    generator = load_generator(resolve_model("smollm2"))
+    started = time.perf_counter()
+    similarity = block_similarity()
+    if similarity is None:
+        raise SystemExit("no embedding model installed")
+    similarity("warm up", ["the model loads on the first call"])
+    rows: list[dict[str, Any]] = [{"embedding_model_load_s": round(time.perf_counter() - started, 3)}]
+    print(json.dumps(rows[-1]), flush=True)
+    for kind in ("docs", "code"):
+        for name, chosen in (("words", None), ("words+embeddings", similarity)):
+            rows.append({"context": name, **c3(generator, kind, None, similarity=chosen)})
+            print(json.dumps(rows[-1]), flush=True)
+    results, _ = load("docs")
+    ways = [("words", None), ("words+embeddings", similarity)]
+    for rep in range(reps):
+        for name, chosen in ways if rep % 2 == 0 else ways[::-1]:
+            load_before, started = os.getloadavg()[0], time.perf_counter()
+            prompts_for(generator, results, similarity=chosen)
+            wall = time.perf_counter() - started
+            rows.append({"rep": rep, "context": name, "questions": len(results),
+                         "prompt_ms_per_question": round(1000 * wall / len(results), 1),
+                         "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)]})  # fmt: skip
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
 
 
 def profile(
@@ -308,6 +358,8 @@ def main(argv: list[str]) -> None:
         kinds = ("docs", "code") if results_file is None else ("code" if "code" in results_file.name else "docs",)
         for kind in kinds:
             print(json.dumps(c3(generator, kind, results_file)), flush=True)
+    elif what[0] == "semantic":
+        semantic(int(what[1]) if len(what) > 1 else 3)
     elif what[0] == "profile":
         generator = load_generator(resolve_model("smollm2"))
         results, _ = load("docs", ROOT / "data/output/search_results/dataset_docs_public.json")

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from conftest import CliResult, run_cli
-from fastrag.answer import answer_dataset, partial_path
-from fastrag.generate import Generator
-from fastrag.prompt import NO_SOURCES_ANSWER
+from fastrag.answer import _fingerprint, answer_dataset, block_similarity, partial_path
+from fastrag.generate import Generator, model_name
+from fastrag.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
 
 QUESTIONS = [
     {"question_id": "q-lora", "question": "Which endpoint loads a LoRA adapter dynamically?"},
@@ -202,3 +202,32 @@ def test_answer_dataset_ignores_a_foreign_or_broken_partial(indexed: Path, tiny_
     assert ran.code == 0, ran.err
     rows = json.loads((out_dir / results.name).read_text())["search_results"]
     assert all(r["answer"] != "stale" for r in rows)
+
+
+def test_answer_dataset_chooses_contexts_with_the_embedding_model(
+    indexed: Path, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = search_results(indexed)
+    monkeypatch.chdir(indexed)
+    save = indexed / "answers"
+    real = block_similarity()
+    assert real is not None, "the packaged embedding model is installed"
+    asked: list[str] = []
+
+    def recording(question: str, texts: Sequence[str]) -> Sequence[float]:
+        asked.append(question)
+        return real(question, texts)
+
+    monkeypatch.setattr("fastrag.answer.block_similarity", lambda *args: recording)
+    answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
+    with_sources = [q.get("question") or q["question_str"] for q in QUESTIONS if q["question_id"] != "q-none"]
+    assert sorted(set(asked)) == sorted(with_sources)
+
+    # answers saved with the embedding model are not resumed by a run without it (nor the reverse)
+    target = save / results.name
+    fingerprint = _fingerprint(results.read_bytes(), model_name(str(tiny_gguf)), 4, DEFAULT_PROMPT_BUDGET, True)
+    partial_path(target).write_text(json.dumps({"fingerprint": fingerprint, "answers": {"q-lora": "stale"}}))
+    monkeypatch.setattr("fastrag.answer.block_similarity", lambda *args: None)
+    report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
+    assert report.resumed == 0 and report.generated == 3
+    assert all(r["answer"] != "stale" for r in json.loads(target.read_text())["search_results"])

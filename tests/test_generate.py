@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from conftest import SAMPLE_FILES, write_repo
+from fastrag.answer import block_similarity
 from fastrag.errors import UserError
 from fastrag.generate import (
     Generator,
@@ -326,6 +327,60 @@ def test_overlapping_sources_never_show_a_line_twice(tmp_path: Path, monkeypatch
     shown = sorted(part for e in prompt.excerpts for part in e.parts)
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(shown)), shown
     assert prompt.text.count("load_lora_adapter") == 1
+
+
+VERSIONS = """# P2P NCCL connector
+
+## Requirements
+
+The P2P NCCL connector needs a recent version.
+
+## Kernels
+
+Drivers and kernels are built separately.
+
+## Install
+
+The P2P NCCL connector version to install: pip install "vllm>=0.9.2"
+"""
+
+
+def test_similarity_orders_the_blocks_the_question_words_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "p2p.md").write_text(VERSIONS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    question = "What is the minimum version for the P2P NCCL connector?"
+    sources = [Source("p2p.md", 0, len(VERSIONS))]
+    compared: list[str] = []
+
+    def similarity(asked: str, texts: Sequence[str]) -> list[float]:
+        assert asked == question
+        compared.extend(texts)
+        return [0.8 if "pip install" in t else 0.1 for t in texts]
+
+    def count(texts: Any) -> list[int]:
+        return [len(t) // 4 + 1 for t in texts]
+
+    def render(msgs: Any) -> str:
+        return "\n".join(m["content"] for m in msgs)
+
+    budget = count([render(messages(question, []))])[0] + 24  # one of the two matching paragraphs
+    words = build_prompt(question, sources, count, render, budget=budget)
+    meaning = build_prompt(question, sources, count, render, budget=budget, similarity=similarity)
+    # both paragraphs hold the same question words: alone they tie and the first one wins
+    assert "needs a recent version" in words.context and "pip install" not in words.context
+    assert "pip install" in meaning.context and "needs a recent version" not in meaning.context
+    # each block is compared with its heading; a block without any question word is never compared
+    assert "Install\nThe P2P NCCL connector version to install" + ': pip install "vllm>=0.9.2"' in compared
+    assert not any("Drivers" in t for t in compared) and len(compared) == len(set(compared))
+
+
+def test_block_similarity_uses_the_offline_embedding_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    similarity = block_similarity(tmp_path / "models")  # no model folder: the packaged int8 model
+    assert similarity is not None
+    close, far = similarity("How do I install vLLM with pip?", ["Install\npip install vllm", "Sampling: top_p"])
+    assert -1.0 <= far < close <= 1.0
+    monkeypatch.setattr("fastrag.embed.find_model", lambda *args, **kwargs: None)
+    assert block_similarity(tmp_path / "models") is None  # no model: prompts by the question's words alone
 
 
 def test_terms_split_identifiers() -> None:

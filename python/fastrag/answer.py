@@ -7,6 +7,9 @@ search-results file with the sources retrieved there, in batches, and resumes af
 
 When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.prompt.NO_SOURCES_ANSWER`
 is returned and the model is not even resolved, let alone loaded.
+
+Both choose the context of a prompt with the offline embedding model when it is installed
+(:func:`block_similarity`): the blocks the question's words found are ordered by meaning too.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR
+from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
 from fastrag.datasets import load_search_results, output_path, write_results
 from fastrag.errors import UserError
 from fastrag.generate import DEFAULT_MAX_NEW_TOKENS, Generator, LoadInfo, load_generator, model_name, resolve_model
@@ -34,6 +37,7 @@ from fastrag.prompt import (
     CitationStream,
     Excerpt,
     Prompt,
+    Similarity,
     Source,
     SpanReader,
     build_prompt,
@@ -50,7 +54,11 @@ ANSWER_FILE = "answer.json"
 #: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``).
 DEFAULT_BATCH_SIZE = 64
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 2
+PROMPT_VERSION = 3
+#: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
+#: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
+#: (32 lost a code question; benches/RESULTS.md "Answers").
+SIMILARITY_MAX_TOKENS = 48
 
 #: Receives answer text as it is generated (streaming).
 TextSink = Callable[[str], None]
@@ -84,11 +92,39 @@ def to_sources(spans: Sequence[MinimalSource]) -> list[Source]:
     return [Source(s.file_path, s.first_character_index, s.last_character_index) for s in spans]
 
 
+def block_similarity(models_dir: Path = DEFAULT_MODELS_DIR) -> Similarity | None:
+    """The question-to-block cosine of the offline embedding model, or ``None`` when none is installed.
+
+    The model is found as the index finds it (:func:`fastrag.embed.find_model`, never exported from the
+    hub) and loaded on the first call: without it, prompts are built from the question's words alone.
+    """
+    from fastrag.embed import Embedder, find_model
+
+    if find_model(models_dir) is None:
+        return None
+    loaded: list[Embedder] = []
+
+    def similarity(question: str, texts: Sequence[str]) -> list[float]:
+        if not loaded:
+            loaded.append(Embedder.resolve(models_dir, export=False))
+        embedder = loaded[0]
+        query = embedder.embed([question])[0]  # not embed_queries: its static shapes take 0.14 s to compile
+        return [float(c) for c in embedder.embed(texts, SIMILARITY_MAX_TOKENS) @ query]
+
+    return similarity
+
+
 def prompt_for(
-    generator: Generator, question: str, spans: Sequence[MinimalSource], budget: int, reader: SpanReader
+    generator: Generator,
+    question: str,
+    spans: Sequence[MinimalSource],
+    budget: int,
+    reader: SpanReader,
+    similarity: Similarity | None = None,
 ) -> Prompt:
     """The prompt for one question with the model's tokenizer and chat template."""
-    return build_prompt(question, to_sources(spans), generator.count_tokens, generator.render, budget, reader)
+    count, render = generator.count_tokens, generator.render
+    return build_prompt(question, to_sources(spans), count, render, budget, reader, similarity=similarity)
 
 
 def answer(
@@ -117,7 +153,7 @@ def answer(
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
         generator = load_generator(resolve_model(model))
-        prompt = prompt_for(generator, question, spans, budget, SpanReader())
+        prompt = prompt_for(generator, question, spans, budget, SpanReader(), block_similarity())
         stream = CitationStream(prompt.excerpts)
 
         def show(text: str) -> None:
@@ -165,10 +201,10 @@ def partial_path(target: Path) -> Path:
     return target.parent / f".{target.name}.partial"
 
 
-def _fingerprint(input_bytes: bytes, model: str, max_new_tokens: int, budget: int) -> str:
+def _fingerprint(input_bytes: bytes, model: str, max_new_tokens: int, budget: int, semantic: bool) -> str:
     """Identity of a run: same input file, model and settings, or the partial progress is not reused."""
     digest = hashlib.sha256(input_bytes)
-    digest.update(json.dumps([model, max_new_tokens, budget, PROMPT_VERSION]).encode())
+    digest.update(json.dumps([model, max_new_tokens, budget, semantic, PROMPT_VERSION]).encode())
     return digest.hexdigest()
 
 
@@ -217,7 +253,10 @@ def answer_dataset(
     target = output_path(results_path, save_directory)
     _check_sources(results.search_results, results_path)
     partial = partial_path(target)
-    fingerprint = _fingerprint(results_path.read_bytes(), model_name(model), max_new_tokens, budget)
+    similarity = block_similarity()
+    fingerprint = _fingerprint(
+        results_path.read_bytes(), model_name(model), max_new_tokens, budget, similarity is not None
+    )
     done = _load_partial(partial, fingerprint)
     resumed = sum(1 for r in results.search_results if r.question_id in done)
     without = 0
@@ -235,7 +274,7 @@ def answer_dataset(
 
         def texts() -> Iterator[str]:  # built as the scheduler takes them, not all before the first answer
             for i, r in enumerate(todo):
-                prompts[i] = prompt_for(generator, r.question, r.retrieved_sources, budget, reader)
+                prompts[i] = prompt_for(generator, r.question, r.retrieved_sources, budget, reader, similarity)
                 yield prompts[i].text
 
         unsaved = 0

@@ -4,9 +4,11 @@ On a 2-core CPU the prompt length drives the cost of an answer, so the context i
 spans": it is the parts of the retrieved spans most related to the question, chosen block by block
 until a budget counted in the model's own tokens is spent. A block is a paragraph (consecutive
 non-blank lines, at most :data:`BLOCK_LINES` lines), scored by the question's terms it contains
-(weighted by how rare they are among the candidate blocks) and by the rank of its span. Sources are
-shown numbered (``[1] short/path.md``); the model cites the numbers, and :func:`expand_citations`
-turns them into ``[path:first-last]`` of exactly the characters shown (one per shown range).
+(weighted by how rare they are among the candidate blocks), scaled up by how close its meaning is to
+the question's when the caller passes a :data:`Similarity` (an embedding model), and weighted by the
+rank of its span. Sources are shown numbered (``[1] short/path.md``); the model cites the numbers, and
+:func:`expand_citations` turns them into ``[path:first-last]`` of exactly the characters shown (one per
+shown range).
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ RANK_DECAY = 0.35
 HEADING_WEIGHT = 0.5
 #: Share of the better neighbouring block's relevance added to a block's own.
 SMOOTHING = 0.7
+#: With a :data:`Similarity`, a block's term relevance is multiplied by 1 + SEMANTIC_WEIGHT × max(0, cosine):
+#: the question's words decide which blocks count, their meaning orders the blocks that share the same
+#: words. Measured with all-MiniLM-L6-v2 (benches/RESULTS.md "Answers"): weights 1.5–4 are within one
+#: question of each other; adding the cosine instead reached C3's bar only by showing fewer key lines,
+#: fusing the two rankings never reached it.
+SEMANTIC_WEIGHT = 2.0
 #: Path components shown in a source's header.
 PATH_PARTS = 3
 #: Shown between two non-adjacent blocks of one source.
@@ -52,6 +60,8 @@ EMPTY_ANSWER = "The sources do not give a clear answer to this question."
 TokenCounter = Callable[[Sequence[str]], list[int]]
 #: Renders chat messages into the exact prompt text (the model's chat template).
 Renderer = Callable[[Sequence[dict[str, str]]], str]
+#: Cosine similarity of the question (first argument) to each text (one batched call), in [-1, 1].
+Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 
 _IDENT = re.compile(r"[A-Za-z0-9_]+")
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.*)$", re.MULTILINE)
@@ -244,11 +254,13 @@ def build_prompt(
     budget: int = DEFAULT_PROMPT_BUDGET,
     reader: SpanReader | None = None,
     max_sources: int = MAX_CONTEXT_SOURCES,
+    similarity: Similarity | None = None,
 ) -> Prompt:
     """The prompt for ``question``: the best blocks of the best ``max_sources`` sources within ``budget`` tokens.
 
     ``count`` and ``render`` are the model's tokenizer and chat template, so the budget holds for the
     exact text the model reads (checked on the rendered prompt, dropping the weakest block if needed).
+    ``similarity`` (optional) compares the question with each block and its heading (see :func:`_score`).
     """
     reader = reader or SpanReader()
     pool = [b for rank, s in enumerate(sources[:max_sources]) for b in _blocks(rank, s, reader.text(s.file_path))]
@@ -258,7 +270,7 @@ def build_prompt(
         for block, n in zip(pool, count([b.text for b in pool])):
             block.tokens = n
         header = max(count([f"[10] {short_path(s.file_path)}\n\n" for s in sources[:max_sources]]))
-        _score(question, pool, reader)
+        _score(question, pool, reader, similarity)
         chosen = _choose(pool, budget - overhead, header)
     else:
         chosen = []
@@ -271,17 +283,20 @@ def build_prompt(
         chosen.remove(min(chosen, key=lambda b: (b.score, -b.rank)))
 
 
-def _score(question: str, pool: list[_Block], reader: SpanReader) -> None:
+def _score(question: str, pool: list[_Block], reader: SpanReader, similarity: Similarity | None = None) -> None:
     """Score blocks for the question.
 
     relevance = idf-weighted question terms in the block, plus :data:`HEADING_WEIGHT` × those found only in
-    the Markdown heading the block sits under; score = (relevance + :data:`SMOOTHING` × the better
-    neighbour's relevance) / (1 + :data:`RANK_DECAY` × the span's rank). Neighbours count because the
-    evidence is a region (a heading and its paragraph, a signature and its body), not one line.
+    the Markdown heading the block sits under; with ``similarity``, times 1 + :data:`SEMANTIC_WEIGHT` ×
+    max(0, cosine of the question and the heading + block text). score = (relevance + :data:`SMOOTHING` ×
+    the better neighbour's relevance) / (1 + :data:`RANK_DECAY` × the span's rank). Neighbours count
+    because the evidence is a region (a heading and its paragraph, a signature and its body), not one line.
+    A block without any question term stays at relevance 0: meaning reorders what the words found.
     """
     wanted = set(terms(question))
+    headings = [_heading(reader, b) for b in pool]
     found = [set(terms(b.text)) & wanted for b in pool]
-    headed = [(_heading_terms(reader, b) & wanted) - f for b, f in zip(pool, found)]
+    headed = [(set(terms(h)) & wanted) - f for h, f in zip(headings, found)]
     df = Counter(t for ts in found for t in ts)
     n = len(pool)
 
@@ -289,18 +304,25 @@ def _score(question: str, pool: list[_Block], reader: SpanReader) -> None:
         return math.log(1.0 + n / max(df[t], 1))
 
     relevance = [sum(map(idf, f)) + HEADING_WEIGHT * sum(map(idf, h)) for f, h in zip(found, headed)]
+    if similarity is not None:
+        texts = [f"{h}\n{b.text}" if h else b.text for h, b in zip(headings, pool)]
+        unique = list(dict.fromkeys(t for t, r in zip(texts, relevance) if r > 0))  # nested spans repeat blocks
+        cosine = dict(zip(unique, similarity(question, unique))) if unique else {}
+        relevance = [
+            r * (1.0 + SEMANTIC_WEIGHT * max(0.0, float(cosine.get(t, 0.0)))) for r, t in zip(relevance, texts)
+        ]
     for i, block in enumerate(pool):
         near = [relevance[j] for j in (i - 1, i + 1) if 0 <= j < n and pool[j].rank == block.rank]
         block.score = (relevance[i] + SMOOTHING * max(near, default=0.0)) / (1.0 + RANK_DECAY * block.rank)
 
 
-def _heading_terms(reader: SpanReader, block: _Block) -> set[str]:
-    """Terms of the nearest Markdown heading above ``block`` (empty for other files)."""
+def _heading(reader: SpanReader, block: _Block) -> str:
+    """The nearest Markdown heading above ``block`` (empty for other files)."""
     if not block.source.file_path.endswith((".md", ".rst")):
-        return set()
+        return ""
     starts, texts = reader.headings(block.source.file_path)
     at = bisect.bisect_right(starts, block.start) - 1
-    return set(terms(texts[at])) if at >= 0 else set()
+    return texts[at] if at >= 0 else ""
 
 
 def _choose(pool: list[_Block], budget: int, header: int) -> list[_Block]:

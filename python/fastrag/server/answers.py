@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastrag.answer import prompt_for
+from fastrag.answer import block_similarity, prompt_for
 from fastrag.errors import UserError
 from fastrag.generate import Generator, load_generator, model_name, resolve_model
 from fastrag.models import MinimalSource
@@ -26,6 +26,7 @@ from fastrag.prompt import (
     EMPTY_ANSWER,
     CitationStream,
     Excerpt,
+    Similarity,
     cited_excerpts,
     clean_answer,
     expand_citations,
@@ -63,6 +64,8 @@ class Answerer:
         self.texts = texts
         self.load_seconds: float | None = None
         self._generator: Generator | None = None
+        #: The prompts' block similarity (as the CLI's answers), set up with the model on the worker thread.
+        self._similarity: Similarity | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-generate")
         self._pending = 0
         self._lock = threading.Lock()
@@ -101,6 +104,7 @@ class Answerer:
             try:
                 spec = resolve_model(self.model, self.models_dir, allow_export=False)
                 self._generator = load_generator(spec)
+                self._similarity = block_similarity(self.models_dir)
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc
             self.load_seconds = self._generator.info.seconds
@@ -129,7 +133,8 @@ class Answerer:
     ) -> Answer:
         started = time.perf_counter()
         generator = self._load()
-        prompt = prompt_for(generator, question, sources, DEFAULT_PROMPT_BUDGET, RootedSpanReader(self.texts))
+        reader = RootedSpanReader(self.texts)
+        prompt = prompt_for(generator, question, sources, DEFAULT_PROMPT_BUDGET, reader, self._similarity)
         stream = CitationStream(prompt.excerpts)
 
         def show(text: str) -> None:
