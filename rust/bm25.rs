@@ -390,14 +390,8 @@ impl Bm25Index {
             .flat_map(|b| b.doc_lens.iter().copied())
             .collect();
         let avgdl = mean(&doc_lens);
-        let Postings {
-            offsets,
-            doc_ids,
-            contrib,
-        } = postings(&blocks, vocab.len(), &doc_lens, avgdl, params)?;
-        let built = Self::assemble(
-            params, tokenizer, vocab, offsets, doc_ids, contrib, doc_lens,
-        );
+        let postings = postings(&blocks, vocab.len(), &doc_lens, avgdl, params)?;
+        let built = Self::assemble(params, tokenizer, vocab, postings, doc_lens);
         // memory freed by the build's own buffers came back already written: see `crate::memory`
         collapse_huge_pages(&built.doc_ids);
         collapse_huge_pages(&built.contrib);
@@ -425,9 +419,12 @@ impl Bm25Index {
             || check_postings(vocab.len(), &offsets, &doc_ids, &contrib, n_docs),
         );
         words.and(postings).map_err(String::from)?;
-        Ok(Self::assemble(
-            params, tokenizer, vocab, offsets, doc_ids, contrib, doc_lens,
-        ))
+        let postings = Postings {
+            offsets,
+            doc_ids,
+            contrib,
+        };
+        Ok(Self::assemble(params, tokenizer, vocab, postings, doc_lens))
     }
 
     /// The index of checked arrays, with the search structures derived from them (range
@@ -436,9 +433,11 @@ impl Bm25Index {
         params: Bm25Params,
         tokenizer: TokenizerConfig,
         vocab: Vocab,
-        offsets: Vec<u32>,
-        doc_ids: Vec<u32>,
-        contrib: Vec<f32>,
+        Postings {
+            offsets,
+            doc_ids,
+            contrib,
+        }: Postings,
         doc_lens: Vec<u32>,
     ) -> Self {
         let (ranges, term_ids) = rayon::join(
