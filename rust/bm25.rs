@@ -33,6 +33,7 @@
 
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::marker::PhantomData;
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -1250,6 +1251,13 @@ struct Postings {
 
 /// Flat postings of the blocks' documents, grouped by term with a counting sort (so doc ids
 /// increase within each term), each with its precomputed contribution.
+///
+/// The blocks are cut into one contiguous group per thread, and each group writes its own
+/// postings in parallel: within term `t`, group `g`'s postings go after those of the groups
+/// before it (its own cursor per term), so the arrays come out exactly as a sequential pass
+/// would write them. The cursors cost 4 bytes per term and thread. On the vLLM corpus
+/// replicated 8× (20 M postings, 252 k terms) the sequential scatter took 0.25–0.58 s of a
+/// 3.2–3.6 s build on 2 threads, its largest single-threaded step.
 fn postings(
     blocks: &[Block],
     n_terms: usize,
@@ -1257,17 +1265,33 @@ fn postings(
     avgdl: f64,
     Bm25Params { k1, b }: Bm25Params,
 ) -> Result<Postings, BuildError> {
+    let group_len = blocks.len().div_ceil(rayon::current_num_threads()).max(1);
+    let groups: Vec<&[Block]> = blocks.chunks(group_len).collect();
+    // per group, the document frequency of each term (then, in place, its first position)
+    let mut cursors: Vec<Vec<u32>> = groups
+        .par_iter()
+        .map(|group| {
+            let mut df = vec![0u32; n_terms];
+            for &t in group.iter().flat_map(|b| &b.terms) {
+                df[t as usize] += 1;
+            }
+            df
+        })
+        .collect();
     let mut df = vec![0u32; n_terms];
-    for &t in blocks.iter().flat_map(|b| &b.terms) {
-        df[t as usize] += 1;
-    }
     let mut offsets = Vec::with_capacity(n_terms + 1);
     let mut end = 0u32;
     offsets.push(0);
-    for &d in &df {
-        end = end
-            .checked_add(d)
-            .ok_or_else(|| BuildError("more than 2^32 postings".into()))?;
+    for (t, d) in df.iter_mut().enumerate() {
+        for group in &mut cursors {
+            let n = group[t];
+            group[t] = end;
+            // `end` only grows, so no group's positions overflow if the total does not
+            end = end
+                .checked_add(n)
+                .ok_or_else(|| BuildError("more than 2^32 postings".into()))?;
+            *d += n;
+        }
         offsets.push(end);
     }
     let idfs: Vec<f64> = df
@@ -1286,30 +1310,76 @@ fn postings(
         .map(|&dl| k1 * (1.0 - b + b * ratio(dl)))
         .collect();
 
-    let mut next: Vec<u32> = offsets[..n_terms].to_vec();
     // the arrays a query reads at random: huge pages (see `crate::memory`)
     let mut doc_ids = huge_zeroed(end as usize, 0u32);
     let mut contrib = huge_zeroed(end as usize, 0f32);
-    let docs = blocks.iter().flat_map(|block| {
-        block
-            .doc_ends
-            .windows(2)
-            .map(|w| (&block.terms[w[0]..w[1]], &block.tfs[w[0]..w[1]]))
+    let first_docs = groups.iter().scan(0usize, |next, group| {
+        let first = *next;
+        *next += group.iter().map(|b| b.doc_lens.len()).sum::<usize>();
+        Some(first)
     });
-    for (doc, (terms, tfs)) in docs.enumerate() {
-        for (&t, &tf) in terms.iter().zip(tfs) {
-            let (t, tf) = (t as usize, f64::from(tf));
-            let pos = next[t] as usize;
-            next[t] += 1;
-            doc_ids[pos] = doc as u32;
-            contrib[pos] = (idfs[t] * tf * (k1 + 1.0) / (tf + norms[doc])) as f32;
-        }
-    }
+    let jobs: Vec<_> = groups.iter().zip(cursors).zip(first_docs).collect();
+    let (ids_out, contrib_out) = (Scatter::new(&mut doc_ids), Scatter::new(&mut contrib));
+    jobs.into_par_iter()
+        .for_each(|((group, mut next), first_doc)| {
+            let docs = group.iter().flat_map(|block| {
+                block
+                    .doc_ends
+                    .windows(2)
+                    .map(|w| (&block.terms[w[0]..w[1]], &block.tfs[w[0]..w[1]]))
+            });
+            for (doc, (terms, tfs)) in (first_doc..).zip(docs) {
+                for (&t, &tf) in terms.iter().zip(tfs) {
+                    let (t, tf) = (t as usize, f64::from(tf));
+                    let pos = next[t] as usize;
+                    next[t] += 1;
+                    let c = (idfs[t] * tf * (k1 + 1.0) / (tf + norms[doc])) as f32;
+                    // SAFETY: `pos` is below `end`, the arrays' length, and is this group's
+                    // alone: group `g`'s positions for term `t` run from its cursor over its
+                    // own count of `t`, and the groups' runs follow one another
+                    unsafe {
+                        ids_out.write(pos, doc as u32);
+                        contrib_out.write(pos, c);
+                    }
+                }
+            }
+        });
     Ok(Postings {
         offsets,
         doc_ids,
         contrib,
     })
+}
+
+/// An array that several threads write at once, each at positions no other thread writes
+/// (the parallel scatter of [`postings`]); it borrows the array mutably while it lives.
+struct Scatter<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _array: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: sharing it only lets threads `write`, whose callers promise disjoint elements
+unsafe impl<T: Send> Sync for Scatter<'_, T> {}
+
+impl<'a, T> Scatter<'a, T> {
+    fn new(v: &'a mut [T]) -> Self {
+        Self {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+            _array: PhantomData,
+        }
+    }
+
+    /// Sets element `i` to `value`.
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` while the array is borrowed.
+    unsafe fn write(&self, i: usize, value: T) {
+        assert!(i < self.len, "scatter position {i} out of {}", self.len);
+        // SAFETY: in bounds (checked above), and exclusive as the caller promises
+        unsafe { self.ptr.add(i).write(value) };
+    }
 }
 
 /// Term counts of a contiguous block of documents, with block-local term ids.
@@ -1682,6 +1752,38 @@ mod tests {
         assert_eq!(big.search("common word3", 1000, None).len(), 500);
         assert_eq!(small.search("kv cache", 10, None), expected);
         assert_eq!(big.search("doc499", 3, None)[0].0, 499);
+    }
+
+    #[test]
+    fn build_is_the_same_on_any_number_of_threads() {
+        // 64 documents at least per block: 2,000 make one group of blocks on one thread and
+        // up to 8 groups, scattering their postings at once, on 8 threads
+        let docs: Vec<String> = (0..2000)
+            .map(|i| {
+                format!(
+                    "doc{} load_{}_adapter cache{} {} shared text {i}",
+                    i % 97,
+                    i % 13,
+                    i % 5,
+                    "rope ".repeat(i % 7)
+                )
+            })
+            .collect();
+        let build = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    Bm25Index::build(&docs, Bm25Params::default(), TokenizerConfig::default())
+                })
+                .unwrap()
+        };
+        let one = build(1);
+        assert_eq!(one.num_docs(), docs.len());
+        for threads in [2, 3, 8] {
+            assert_eq!(build(threads), one, "{threads} threads");
+        }
     }
 
     #[test]
