@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, replace_section
-from report import BENCH_DIR, header, loadavg, save_figures, say
+from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
+from report import BENCH_DIR, header, loadavg, publish, say
 
 from fastrag.datasets import ground_truth, load_dataset
 from fastrag.evaluate import evaluate
@@ -127,12 +127,7 @@ def main() -> None:
         print(f"modes.py: error: no corpus at {CORPUS.relative_to(ROOT)}: run `make data`", file=sys.stderr)
         sys.exit(1)
     fig = measure()
-    path = save_figures("modes", fig)
-    text = report(fig)
-    print(text)
-    if not args.no_write:
-        replace_section(RESULTS, SECTION, text)
-    say(f"figures in {path.relative_to(ROOT)}")
+    publish("modes", fig, SECTION, report(fig), write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,19 @@ def save_figures(name: str, payload: Mapping[str, Any]) -> Path:
     return path
 
 
+def publish(name: str, payload: Mapping[str, Any], section: str, text: str, write: bool = True) -> Path:
+    """The end of every bench script: save its raw figures (:func:`save_figures`), print its section
+    ``text``, rewrite that section of ``benches/RESULTS.md`` unless ``write`` is false; return the
+    figures' path."""
+    path = save_figures(name, payload)
+    print(text)
+    if write:
+        replace_section(RESULTS, section, text)
+    wrote = f"; wrote {RESULTS.relative_to(ROOT)}" if write else ""
+    say(f"figures in {path.relative_to(ROOT)}{wrote}")
+    return path
+
+
 def load_figures(name: str) -> dict[str, Any] | None:
     """The raw figures a bench saved with :func:`save_figures`, or ``None`` when it has not run."""
     path = FIGURES_DIR / f"{name}.json"

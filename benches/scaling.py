@@ -46,15 +46,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile, replace_section
+from peers import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile
 from report import (
     BENCH_DIR,
     dir_bytes,
     fit_exponent,
     header,
     loadavg,
+    publish,
     run_measured,
-    save_figures,
     say,
 )
 
@@ -812,12 +812,7 @@ def main() -> None:
             shutil.rmtree(WORK, ignore_errors=True)
     summary = summarize(fig)
     fig["summary"] = summary
-    path = save_figures("scaling", fig)
-    text = report(fig, summary)
-    print(text)
-    if not args.no_write:
-        replace_section(RESULTS, SECTION, text)
-    say(f"figures in {path.relative_to(ROOT)}; {'' if args.no_write else 'wrote ' + str(RESULTS.relative_to(ROOT))}")
+    publish("scaling", fig, SECTION, report(fig, summary), write=not args.no_write)
 
 
 if __name__ == "__main__":

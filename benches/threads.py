@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus, replace_section
-from report import header, loadavg, run_measured, save_figures, say
+from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus
+from report import header, loadavg, publish, run_measured, say
 
 from fastrag import _core
 from fastrag.corpus import walk
@@ -165,12 +165,7 @@ def main() -> None:
     if args.rounds < 1 or args.batch < 1:
         parser.error("--rounds and --batch must be at least 1")
     fig = measure(args.rounds, args.batch)
-    path = save_figures("threads", fig)
-    text = report(fig)
-    print(text)
-    if not args.no_write:
-        replace_section(RESULTS, SECTION, text)
-    say(f"figures in {path.relative_to(ROOT)}")
+    publish("threads", fig, SECTION, report(fig), write=not args.no_write)
 
 
 if __name__ == "__main__":
