@@ -4,7 +4,7 @@ Usage: ``python benches/ablation.py [--index_dir data/processed-ablation] [--rou
 (``make ablation``)
 
 Rows: lexical, vector and hybrid search without and with the precision stage
-(:mod:`fastrag.precision`), the precision stage's two signals alone (file names, identifier
+(:mod:`fastrag.retrieval.precision`), the precision stage's two signals alone (file names, identifier
 variants), and the query-side and span-side alternatives that were measured and not kept:
 identifier variants appended to the query at full BM25 weight, pseudo-relevance feedback (the
 top terms of the first three chunks appended to the query) and re-cut spans. The halves columns
@@ -36,14 +36,14 @@ from pathlib import Path
 from peers import replace_section
 
 from fastrag import _core
-from fastrag.datasets import ground_truth, load_dataset
-from fastrag.evaluate import evaluate
-from fastrag.index import IndexParams, build_index
-from fastrag.models import AnsweredQuestion, MinimalSearchResults
-from fastrag.precision import Precision
-from fastrag.query import identifier_variants
-from fastrag.retrieve import Hit, Retriever
-from fastrag.search import to_sources
+from fastrag.evaluation.datasets import ground_truth, load_dataset
+from fastrag.evaluation.recall import evaluate
+from fastrag.evaluation.search_dataset import to_sources
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval.precision import Precision
+from fastrag.retrieval.query import identifier_variants
+from fastrag.retrieval.retriever import Hit, Retriever
+from fastrag.schemas import AnsweredQuestion, MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"
@@ -244,8 +244,8 @@ def section(rows: Sequence[Row], index_dir: Path, load: tuple[float, float], tim
 
 
 CLI = (
-    "import sys, fastrag.retrieve as r; r.PRECISION = sys.argv.pop(1) == 'on'; "
-    "from fastrag.__main__ import main; sys.exit(main())"
+    "import sys, fastrag.retrieval.retriever as r; r.PRECISION = sys.argv.pop(1) == 'on'; "
+    "from fastrag.cli import main; sys.exit(main())"
 )
 
 

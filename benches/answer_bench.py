@@ -47,16 +47,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastrag.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_for
-from fastrag.generate import (
+from fastrag.answering.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_for
+from fastrag.answering.generator import (
     DEFAULT_MAX_NEW_TOKENS,
     Generator,
     LoadInfo,
     load_generator,
     resolve_model,
 )
-from fastrag.models import MinimalSource
-from fastrag.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, finish_answer, terms
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, finish_answer, terms
+from fastrag.schemas import MinimalSource
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT / "data/datasets/AnsweredQuestions/dataset_{kind}_public.json"
@@ -91,8 +91,8 @@ def load(kind: str = "docs", results_file: Path | None = None) -> tuple[list[dic
     truth = {q["question_id"]: q for q in questions}
     if results_file is not None:
         return json.loads(results_file.read_text())["search_results"], truth
-    from fastrag.retrieve import Retriever
-    from fastrag.search import to_sources as hits_to_sources
+    from fastrag.evaluation.search_dataset import to_sources as hits_to_sources
+    from fastrag.retrieval.retriever import Retriever
 
     hits = Retriever.open(ROOT / "data/processed").search_many([q["question"] for q in questions], K)
     results = [
@@ -113,7 +113,7 @@ def prompts_for(
     similarity: Similarity | None = _DEFAULT,
 ) -> list[Prompt]:
     """The default prompt of every question, as ``answer_dataset`` builds it (``similarity``: its
-    :func:`~fastrag.answer.block_similarity` unless given; ``None`` chooses by the question's words alone)."""
+    :func:`~fastrag.answering.answer.block_similarity` unless given; ``None`` chooses by the question's words alone)."""
     if similarity is _DEFAULT:
         similarity = block_similarity()
     reader = SpanReader()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from peers import CORPUS, DISPLAY_ROOT, RESULTS, CpuMeter, machine, replace_section
 
-from fastrag.index import IndexParams, build_index
+from fastrag.indexing.builder import IndexParams, build_index
 
 SECTION = "## Throughput (pytest-benchmark)"
 

@@ -20,12 +20,12 @@ from typing import Any
 from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
 from report import BENCH_DIR, header, loadavg, publish, say
 
-from fastrag.datasets import ground_truth, load_dataset
-from fastrag.evaluate import evaluate
-from fastrag.index import IndexParams, build_index
-from fastrag.models import MinimalSearchResults
-from fastrag.retrieve import MODES, Retriever
-from fastrag.search import to_sources
+from fastrag.evaluation.datasets import ground_truth, load_dataset
+from fastrag.evaluation.recall import evaluate
+from fastrag.evaluation.search_dataset import to_sources
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval.retriever import MODES, Retriever
+from fastrag.schemas import MinimalSearchResults
 
 SECTION = "## Recall@k by search mode"
 INDEX_DIR = BENCH_DIR / "modes-index"

@@ -2,9 +2,9 @@
 
 Usage: ``.venv/bin/python benches/peers.py [--rank-bm25-timed 50] [--batch 1000] [--rounds 5] [--no-write]``
 
-1. Builds a fastrag index of the vLLM corpus with default :class:`~fastrag.index.IndexParams` into a
+1. Builds a fastrag index of the vLLM corpus with default :class:`~fastrag.indexing.builder.IndexParams` into a
    temporary folder; its chunk table and the texts fastrag indexes (``rel_path``, context, span: see
-   ``fastrag.index._indexed_texts``) are the documents of every engine.
+   ``fastrag.indexing.builder._indexed_texts``) are the documents of every engine.
 2. Tokenizes those texts once with fastrag's tokenizer (the index's settings) and hands the *same* token
    lists to every peer: bm25s (numpy backend, method ``lucene``), rank_bm25 (``BM25Okapi``) and tantivy
    (tokens joined by spaces in a field with the ``whitespace`` tokenizer). fastrag builds from the texts.
@@ -43,12 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from fastrag import _core
-from fastrag.datasets import ground_truth, load_dataset
-from fastrag.evaluate import evaluate
-from fastrag.generations import ChunkTable, load_index
-from fastrag.index import FileRecord, IndexParams, _indexed_texts, build_index
-from fastrag.models import AnsweredQuestion, MinimalSearchResults, MinimalSource
-from fastrag.retrieve import Retriever
+from fastrag.evaluation.datasets import ground_truth, load_dataset
+from fastrag.evaluation.recall import evaluate
+from fastrag.indexing.builder import FileRecord, IndexParams, _indexed_texts, build_index
+from fastrag.indexing.generations import ChunkTable, load_index
+from fastrag.retrieval.retriever import Retriever
+from fastrag.schemas import AnsweredQuestion, MinimalSearchResults, MinimalSource
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"

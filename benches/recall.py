@@ -13,12 +13,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from fastrag.datasets import ground_truth, load_dataset
-from fastrag.evaluate import evaluate
-from fastrag.index import IndexParams, build_index
-from fastrag.models import MinimalSearchResults
-from fastrag.retrieve import Retriever
-from fastrag.search import to_sources
+from fastrag.evaluation.datasets import ground_truth, load_dataset
+from fastrag.evaluation.recall import evaluate
+from fastrag.evaluation.search_dataset import to_sources
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval.retriever import Retriever
+from fastrag.schemas import MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"

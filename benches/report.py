@@ -34,7 +34,7 @@ from typing import Any
 
 from peers import RESULTS, ROOT, machine, replace_section
 
-from fastrag.storage import write_json_atomic
+from fastrag.indexing.storage import write_json_atomic
 
 #: Generated data of the benches (corpora, indexes, raw figures); ignored by git with the rest of ``data/``.
 BENCH_DIR = ROOT / "data/bench"

@@ -59,10 +59,10 @@ from report import (
 )
 
 from fastrag import _core
-from fastrag.corpus import TEXT_NAMES, decode, walk
-from fastrag.datasets import load_dataset
-from fastrag.generations import current_generation
-from fastrag.index import FileRecord, _indexed_texts
+from fastrag.evaluation.datasets import load_dataset
+from fastrag.indexing.builder import FileRecord, _indexed_texts
+from fastrag.indexing.corpus import TEXT_NAMES, decode, walk
+from fastrag.indexing.generations import current_generation
 
 WORK = BENCH_DIR / "scaling"
 SECTION = "## Scaling with corpus size"

@@ -229,7 +229,7 @@ def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: st
         (
             "Cold requests are 200 public questions × k ∈ {10, 9, 8, 7, 6}: 1000 distinct cache keys. "
             "The live index has no vectors, so its `hybrid` is BM25 alone; the vector index embeds every query "
-            "(all-MiniLM-L6-v2 int8; the queries of concurrent searches are embedded together by `fastrag.batching`, "
+            "(all-MiniLM-L6-v2 int8; the queries of concurrent searches are embedded together by `fastrag.retrieval.batching`, "
             'one static-shape call per query width, see "Query embedding widths"), then fuses.'
         ),
     ]

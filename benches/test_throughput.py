@@ -18,9 +18,9 @@ import pytest
 from peers import DISPLAY_ROOT, ROOT, SETS
 
 from conftest import BenchLog  # type: ignore[attr-defined]  # benches/conftest.py, not tests/
-from fastrag.datasets import load_dataset
-from fastrag.index import IndexParams, IndexReport, build_index
-from fastrag.retrieve import Retriever
+from fastrag.evaluation.datasets import load_dataset
+from fastrag.indexing.builder import IndexParams, IndexReport, build_index
+from fastrag.retrieval.retriever import Retriever
 
 K = 10
 #: 100 questions, as ``search_dataset`` reads them.
@@ -170,13 +170,13 @@ def test_hybrid_search_many_1000(
 
 
 def test_answer_tiny_model(benchmark: Any, bench_log: BenchLog, index_dir: Path, tmp_path: Path) -> None:
-    """``fastrag.answer.answer`` end to end with the tiny random Qwen3 of the test suite.
+    """``fastrag.answering.answer.answer`` end to end with the tiny random Qwen3 of the test suite.
 
     Measures fastrag's own overhead around generation (retrieval, prompt under a token budget,
     citations, atomic save); the real models' figures are in the Answers section.
     """
     sys.path.insert(0, str(ROOT / "tests"))
-    from fastrag.answer import AnswerResult, answer
+    from fastrag.answering.answer import AnswerResult, answer
     from tiny_qwen3 import write_tiny_qwen3
 
     model = str(write_tiny_qwen3(tmp_path / "tiny-qwen3.gguf"))

@@ -7,7 +7,7 @@ the BM25 build, then ~1 s of writing (its wall time against corpus size is in ``
 corpus with the default (lexical) parameters, side by side in ``--rounds`` rounds (the order of 1 and 2
 alternating from round to round):
 
-- **chunking**: ``fastrag.index._chunk_files`` with ``workers`` 1 (in-process) and 2 (a process pool), the
+- **chunking**: ``fastrag.indexing.builder._chunk_files`` with ``workers`` 1 (in-process) and 2 (a process pool), the
   stage ``build_index`` runs in parallel in Python;
 - **BM25 build**: ``Bm25Index.build`` of every chunk text (tokenizing included) in a fresh process whose rayon
   pool has ``RAYON_NUM_THREADS`` threads;
@@ -35,9 +35,9 @@ from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_p
 from report import header, loadavg, publish, run_measured, say
 
 from fastrag import _core
-from fastrag.corpus import walk
-from fastrag.datasets import load_dataset
-from fastrag.index import _chunk_files, build_index
+from fastrag.evaluation.datasets import load_dataset
+from fastrag.indexing.builder import _chunk_files, build_index
+from fastrag.indexing.corpus import walk
 
 SECTION = "## Threads and workers"
 THREADS = (1, 2)

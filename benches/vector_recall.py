@@ -10,7 +10,7 @@ Usage: ``python benches/vector_recall.py [--candidates NAME ...] [--rounds 2] [-
    as a guide for fusion. Vectors are cached in ``benches/_work/`` (by text), so only new texts
    are embedded on a re-run.
 2. Search: exact float cosine vs usearch int8 alone vs int8 candidates re-scored with float16
-   (what :class:`fastrag.vectors.VectorIndex` does): agreement with exact float, recall,
+   (what :class:`fastrag.indexing.vectors.VectorIndex` does): agreement with exact float, recall,
    latency for 100 and 1000 queries.
 3. Model: load time in a fresh process (import + compile; OpenVINO cache cold and warm) and the
    time to embed 100 questions right after.
@@ -38,11 +38,10 @@ from pathlib import Path
 import numpy as np
 from peers import machine, replace_section  # benches/ is on sys.path when this script runs
 
-from fastrag.datasets import ground_truth, load_dataset
-from fastrag.embed import Embedder
-from fastrag.evaluate import evaluate, question_recall
-from fastrag.generations import LoadedIndex, load_index
-from fastrag.index import (
+from fastrag.evaluation.datasets import ground_truth, load_dataset
+from fastrag.evaluation.recall import evaluate, question_recall
+from fastrag.evaluation.search_dataset import to_sources
+from fastrag.indexing.builder import (
     DEFAULT_EMBED,
     DEFAULT_EMBED_TOKENS,
     EMBED_MODES,
@@ -52,11 +51,12 @@ from fastrag.index import (
     build_index,
     vector_inputs,
 )
-from fastrag.lexical import LexicalSearcher
-from fastrag.models import AnsweredQuestion, MinimalSearchResults
-from fastrag.retrieve import OVERFETCH, Hit, Retriever, distinct
-from fastrag.search import to_sources
-from fastrag.vectors import RESCORE_DEPTH, EmbeddingCache, VectorIndex, quantize, text_key
+from fastrag.indexing.embed import Embedder
+from fastrag.indexing.generations import LoadedIndex, load_index
+from fastrag.indexing.vectors import RESCORE_DEPTH, EmbeddingCache, VectorIndex, quantize, text_key
+from fastrag.retrieval.lexical import LexicalSearcher
+from fastrag.retrieval.retriever import OVERFETCH, Hit, Retriever, distinct
+from fastrag.schemas import AnsweredQuestion, MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"
@@ -421,7 +421,7 @@ def fidelity_line(bench: Bench) -> str:
 MODEL_PROBE = r"""
 import json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
-from fastrag.embed import Embedder, resolve_model
+from fastrag.indexing.embed import Embedder, resolve_model
 from pathlib import Path
 cache = Path(sys.argv[1]) if sys.argv[1] != "-" else None
 questions = json.loads(sys.argv[2])
@@ -452,7 +452,7 @@ def model_table(bench: Bench, rounds: int) -> list[str]:
     finally:
         shutil.rmtree(cache)
     header = (
-        "| model load (fresh process), median | import fastrag.embed s | resolve, import OpenVINO, compile s (CPU s) "
+        "| model load (fresh process), median | import fastrag.indexing.embed s | resolve, import OpenVINO, compile s (CPU s) "
         "| 100 questions, first s (CPU s) | next 100 questions s |"
     )
     lines = [f"Load average before: {_load()}.", "", header, "|---|---|---|---|---|"]

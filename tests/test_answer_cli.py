@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import CliResult, run_cli
-from fastrag.answer import _fingerprint, answer_dataset, block_similarity, partial_path
-from fastrag.generate import Generator, model_name
-from fastrag.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
+from fastrag.answering.answer import _fingerprint, answer_dataset, block_similarity, partial_path
+from fastrag.answering.generator import Generator, model_name
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
 
 QUESTIONS = [
     {"question_id": "q-lora", "question": "Which endpoint loads a LoRA adapter dynamically?"},
@@ -59,7 +59,7 @@ def test_k0_answers_with_fixed_message_without_a_model(indexed: Path, monkeypatc
 
 def test_k0_never_imports_openvino(indexed: Path) -> None:
     code = (
-        "import sys; from fastrag.__main__ import main; "
+        "import sys; from fastrag.cli import main; "
         "assert main(['answer', 'What is vLLM?', '--k', '0']) == 0; "
         "assert not any(m.startswith('openvino') for m in sys.modules), 'openvino imported'"
     )
@@ -218,7 +218,7 @@ def test_answer_dataset_chooses_contexts_with_the_embedding_model(
         asked.append(question)
         return real(question, texts)
 
-    monkeypatch.setattr("fastrag.answer.block_similarity", lambda *args: recording)
+    monkeypatch.setattr("fastrag.answering.answer.block_similarity", lambda *args: recording)
     answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
     with_sources = [q.get("question") or q["question_str"] for q in QUESTIONS if q["question_id"] != "q-none"]
     assert sorted(set(asked)) == sorted(with_sources)
@@ -227,7 +227,7 @@ def test_answer_dataset_chooses_contexts_with_the_embedding_model(
     target = save / results.name
     fingerprint = _fingerprint(results.read_bytes(), model_name(str(tiny_gguf)), 4, DEFAULT_PROMPT_BUDGET, True)
     partial_path(target).write_text(json.dumps({"fingerprint": fingerprint, "answers": {"q-lora": "stale"}}))
-    monkeypatch.setattr("fastrag.answer.block_similarity", lambda *args: None)
+    monkeypatch.setattr("fastrag.answering.answer.block_similarity", lambda *args: None)
     report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
     assert report.resumed == 0 and report.generated == 3
     assert all(r["answer"] != "stale" for r in json.loads(target.read_text())["search_results"])

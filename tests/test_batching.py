@@ -11,7 +11,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from fastrag.batching import Combiner
+from fastrag.retrieval.batching import Combiner
 
 #: No call of these tests may take longer: a hang fails the test instead of blocking the suite.
 TIMEOUT_S = 30

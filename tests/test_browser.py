@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import write_repo
-from fastrag.index import build_index
+from fastrag.indexing.builder import build_index
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -1,4 +1,4 @@
-"""Tests of :mod:`fastrag.chunking`: concrete examples, properties and the real corpus."""
+"""Tests of :mod:`fastrag.indexing.chunking`: concrete examples, properties and the real corpus."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastrag._core
-from fastrag.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
-from fastrag.chunking.text import markdown_layers, markdown_sections, table_windows
+from fastrag.indexing.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
+from fastrag.indexing.chunking.text import markdown_layers, markdown_sections, table_windows
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "raw" / "vllm-0.10.1"
 SIZES = (50, 300, 2000)

@@ -1,10 +1,10 @@
 """The duplicate filter of retrieval results and the ordering of nested chunks
-(:func:`fastrag.retrieve.distinct`, :func:`fastrag.retrieve.nested_first`)."""
+(:func:`fastrag.retrieval.retriever.distinct`, :func:`fastrag.retrieval.retriever.nested_first`)."""
 
 from __future__ import annotations
 
-from fastrag.generations import ChunkTable
-from fastrag.retrieve import NESTED, OVERLAP, Hit, distinct, nested_first
+from fastrag.indexing.generations import ChunkTable
+from fastrag.retrieval.retriever import NESTED, OVERLAP, Hit, distinct, nested_first
 
 
 def hit(start: int, end: int, path: str = "a.md", score: float = 1.0) -> Hit:

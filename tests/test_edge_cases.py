@@ -1,6 +1,6 @@
 """The CLI edge-case suite (issue 7, item 1): every command against every kind of bad input.
 
-One table, run in-process through :func:`fastrag.__main__.main` (the function ``python -m
+One table, run in-process through :func:`fastrag.cli.main` (the function ``python -m
 fastrag`` calls), so the whole suite takes seconds. Each case states the exit status the CLI
 documents (2: a malformed argument; 1: anything else the user can fix) and must end with exactly
 one ``fastrag: error:`` line on stderr. An exception escaping ``main`` — what a user would see as
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from fastrag.__main__ import main
+from fastrag.cli import main
 
 HUGE = str(10**30)
 DS = "ds/dataset_docs_edge.json"  # a valid question set, written by the fixture

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fastrag.evaluate import evaluate, finds, iou, question_recall
-from fastrag.models import (
+from fastrag.evaluation.recall import evaluate, finds, iou, question_recall
+from fastrag.schemas import (
     AnsweredQuestion,
     MinimalSearchResults,
     MinimalSource,

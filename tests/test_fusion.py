@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fastrag.fusion import rrf
+from fastrag.retrieval.fusion import rrf
 
 
 def test_items_in_both_lists_win() -> None:

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from conftest import SAMPLE_FILES, write_repo
-from fastrag.answer import block_similarity
-from fastrag.errors import UserError
-from fastrag.generate import (
+from fastrag.answering.answer import block_similarity
+from fastrag.answering.generator import (
     Generator,
     LoadInfo,
     LoopGuard,
@@ -30,7 +29,7 @@ from fastrag.generate import (
     smollm2_gguf,
     strip_think,
 )
-from fastrag.prompt import (
+from fastrag.answering.prompt import (
     EMPTY_ANSWER,
     GAP,
     CitationStream,
@@ -46,6 +45,7 @@ from fastrag.prompt import (
     messages,
     terms,
 )
+from fastrag.errors import UserError
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 
@@ -379,7 +379,7 @@ def test_block_similarity_uses_the_offline_embedding_model(tmp_path: Path, monke
     assert similarity is not None
     close, far = similarity("How do I install vLLM with pip?", ["Install\npip install vllm", "Sampling: top_p"])
     assert -1.0 <= far < close <= 1.0
-    monkeypatch.setattr("fastrag.embed.find_model", lambda *args, **kwargs: None)
+    monkeypatch.setattr("fastrag.indexing.embed.find_model", lambda *args, **kwargs: None)
     assert block_similarity(tmp_path / "models") is None  # no model: prompts by the question's words alone
 
 

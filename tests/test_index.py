@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from conftest import write_repo
-from fastrag import index as index_module
 from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
-from fastrag.generations import current_generation, load_index
-from fastrag.index import IndexParams, build_index, primary_chunks
-from fastrag.retrieve import Retriever
+from fastrag.indexing import builder as index_module
+from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
+from fastrag.indexing.generations import current_generation, load_index
+from fastrag.retrieval.retriever import Retriever
 
 QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
 

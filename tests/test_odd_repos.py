@@ -29,10 +29,10 @@ from pathlib import Path
 import pytest
 
 from conftest import CliResult, write_repo
-from fastrag import corpus
-from fastrag.corpus import NOT_REGULAR, SYMLINK, TOO_LARGE, FileChanged, read_indexed_text, read_source
 from fastrag.errors import UserError
-from fastrag.generations import load_index
+from fastrag.indexing import corpus
+from fastrag.indexing.corpus import NOT_REGULAR, SYMLINK, TOO_LARGE, FileChanged, read_indexed_text, read_source
+from fastrag.indexing.generations import load_index
 
 #: The sample repository's files, as the index names them.
 SAMPLE = ["repo/docs/install.md", "repo/docs/lora.md", "repo/pkg/engine.py", "repo/pkg/sampling.py"]
@@ -285,7 +285,7 @@ CHANGE_HOOK = """
 import json, os, runpy, sys
 from pathlib import Path
 
-import fastrag.index as index
+import fastrag.indexing.builder as index
 
 stage, action, rel, arg = json.loads(os.environ["FASTRAG_TEST_CHANGE"])
 

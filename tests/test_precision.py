@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastrag import _core
-from fastrag.chunking import chunk_file
-from fastrag.index import IndexParams, build_index
-from fastrag.precision import FileTexts, Precision, densest_span, file_stem, recut
-from fastrag.query import analyse, identifier_variants
-from fastrag.retrieve import NESTED, OVERLAP, Retriever
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.indexing.chunking import chunk_file
+from fastrag.retrieval.precision import FileTexts, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.query import analyse, identifier_variants
+from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
 FILLER = "".join(f"filler line number {i} about nothing in particular\n" for i in range(40))
 EVIDENCE = "def load_lora_adapter(name):\n    # load the lora adapter from disk\n    return lora_adapter_cache[name]\n"

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_repo
-from fastrag.generations import load_index
-from fastrag.index import build_index
-from fastrag.retrieve import Retriever
+from fastrag.indexing.builder import build_index
+from fastrag.indexing.generations import load_index
+from fastrag.retrieval.retriever import Retriever
 from test_cli import LORA_TRUTH, assert_one_line_error, write_dataset
 
 # ----------------------------------------------------------------------------- odd queries

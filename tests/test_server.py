@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
-from fastrag import arguments, retrieve
-from fastrag.generations import ChunkTable, current_generation
-from fastrag.index import IndexParams, build_index
-from fastrag.prompt import NO_SOURCES_ANSWER
+from fastrag import arguments
+from fastrag.answering.prompt import NO_SOURCES_ANSWER
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.indexing.generations import ChunkTable, current_generation
+from fastrag.retrieval import retriever as retrieve
 from fastrag.server import answers as answers_module
 from fastrag.server import create_app
 from fastrag.server.cache import LruCache
@@ -618,7 +619,7 @@ def test_answer_bad_parameters_are_400(client: TestClient, body: dict[str, Any],
 
 
 def test_generation_is_serialised(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fastrag.generate import Generator
+    from fastrag.answering.generator import Generator
 
     active, peak = [0], [0]
     lock = threading.Lock()
@@ -669,7 +670,7 @@ def test_serve_busy_port_is_one_line_error(tmp_path: Path) -> None:
 def test_other_commands_never_import_fastapi(tmp_path: Path) -> None:
     make_project(tmp_path)
     code = (
-        "import sys; from fastrag.__main__ import main; "
+        "import sys; from fastrag.cli import main; "
         "assert main(['search', 'lora adapter', '--k', '2']) == 0; "
         "assert not any(m.split('.')[0] in ('fastapi', 'uvicorn', 'starlette') for m in sys.modules), 'imported'"
     )

@@ -16,15 +16,13 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, write_repo
-from fastrag import embed as embed_module
-from fastrag.batching import Combiner
-from fastrag.chunking import Chunk
-from fastrag.embed import DIM, MODEL_NAME, QUERY_SHAPES, QUERY_WIDTHS, Embedder, find_model, model_fingerprint
 from fastrag.errors import UserError
-from fastrag.generations import load_index
-from fastrag.index import IndexParams, build_index, primary_chunks
-from fastrag.retrieve import Retriever
-from fastrag.vectors import (
+from fastrag.indexing import embed as embed_module
+from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
+from fastrag.indexing.chunking import Chunk
+from fastrag.indexing.embed import DIM, MODEL_NAME, QUERY_SHAPES, QUERY_WIDTHS, Embedder, find_model, model_fingerprint
+from fastrag.indexing.generations import load_index
+from fastrag.indexing.vectors import (
     ARRAYS_FILE,
     CACHE_FILE,
     MIN_COSINE,
@@ -34,6 +32,8 @@ from fastrag.vectors import (
     quantize,
     text_key,
 )
+from fastrag.retrieval.batching import Combiner
+from fastrag.retrieval.retriever import Retriever
 
 #: Vectors are opt-in; these tests build indexes with the docs embedded.
 DOCS = IndexParams(embed="docs")
@@ -419,7 +419,7 @@ def test_openvino_genai_still_loads_after_the_vector_index(tmp_path: Path) -> No
     VectorIndex.build(np.arange(3), unit(3)).save(tmp_path)
     code = (
         "from pathlib import Path\n"
-        "from fastrag.vectors import VectorIndex\n"
+        "from fastrag.indexing.vectors import VectorIndex\n"
         f"VectorIndex.load(Path({str(tmp_path)!r}))\n"
         "import openvino_genai\n"
         "print('loaded')\n"
@@ -435,8 +435,8 @@ def test_lexical_search_never_imports_the_vector_stack(embedder: Embedder, tmp_p
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from fastrag.generations import load_index\n"
-        "from fastrag.retrieve import Retriever\n"
+        "from fastrag.indexing.generations import load_index\n"
+        "from fastrag.retrieval.retriever import Retriever\n"
         f"assert load_index(Path({str(tmp_path / 'ix')!r})).has_vectors\n"
         f"hits = Retriever.open(Path({str(tmp_path / 'lex')!r})).search('lora adapter', 3)\n"
         "assert hits, hits\n"

@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any
 __all__ = ["Hit", "IndexParams", "LoadedIndex", "Retriever", "UserError", "build_index", "load_index"]
 
 _EXPORTS = {
-    "Hit": "fastrag.retrieve",
-    "Retriever": "fastrag.retrieve",
-    "IndexParams": "fastrag.index",
-    "LoadedIndex": "fastrag.generations",
-    "build_index": "fastrag.index",
-    "load_index": "fastrag.generations",
+    "Hit": "fastrag.retrieval.retriever",
+    "Retriever": "fastrag.retrieval.retriever",
+    "IndexParams": "fastrag.indexing.builder",
+    "LoadedIndex": "fastrag.indexing.generations",
+    "build_index": "fastrag.indexing.builder",
+    "load_index": "fastrag.indexing.generations",
     "UserError": "fastrag.errors",
 }
 
 if TYPE_CHECKING:
     from fastrag.errors import UserError
-    from fastrag.generations import LoadedIndex, load_index
-    from fastrag.index import IndexParams, build_index
-    from fastrag.retrieve import Hit, Retriever
+    from fastrag.indexing.builder import IndexParams, build_index
+    from fastrag.indexing.generations import LoadedIndex, load_index
+    from fastrag.retrieval.retriever import Hit, Retriever
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,7 @@ BM25_B = 0.75
 #: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
 CHUNK_TARGET_SIZE = 2000
 #: Largest run of Markdown table rows indexed as one extra chunk (table windows, see
-#: ``fastrag.chunking.text.markdown_layers``); 250-400 gave the same recall on the public sets.
+#: ``fastrag.indexing.chunking.text.markdown_layers``); 250-400 gave the same recall on the public sets.
 TABLE_WINDOW_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")

@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastrag.answer import block_similarity, prompt_for
-from fastrag.errors import UserError
-from fastrag.generate import Generator, load_generator, model_name, resolve_model
-from fastrag.models import MinimalSource
-from fastrag.prompt import (
+from fastrag.answering.answer import block_similarity, prompt_for
+from fastrag.answering.generator import Generator, load_generator, model_name, resolve_model
+from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     EMPTY_ANSWER,
     CitationStream,
@@ -32,6 +30,8 @@ from fastrag.prompt import (
     expand_citations,
     finish_answer,
 )
+from fastrag.errors import UserError
+from fastrag.schemas import MinimalSource
 from fastrag.server.errors import ApiError
 from fastrag.server.texts import RootedSpanReader, SourceTexts
 

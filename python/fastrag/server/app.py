@@ -28,12 +28,12 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from fastrag.answering.prompt import NO_SOURCES_ANSWER
 from fastrag.config import CHUNK_TARGET_SIZE, DEFAULT_INDEX_DIR, DEFAULT_REPO_PATH, DEFAULT_SEARCH_RESULTS_DIR
 from fastrag.errors import UserError
-from fastrag.index import IndexParams, build_index
-from fastrag.models import MinimalSource
-from fastrag.prompt import NO_SOURCES_ANSWER
-from fastrag.search import search_dataset, to_sources
+from fastrag.evaluation.search_dataset import search_dataset, to_sources
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.schemas import MinimalSource
 from fastrag.server import schema
 from fastrag.server.answers import Answer, Answerer
 from fastrag.server.errors import ApiError, status_of

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
-from fastrag.generations import CURRENT_FILE, current_generation, load_index
-from fastrag.retrieve import Hit, Retriever
+from fastrag.indexing.generations import CURRENT_FILE, current_generation, load_index
+from fastrag.retrieval.retriever import Hit, Retriever
 from fastrag.server.errors import ApiError
 
 

@@ -26,7 +26,7 @@ MAX_QUERY_CHARS = 4096
 MAX_SPAN_CHARS = 100_000
 #: Bound on generated tokens, as on the command line.
 MAX_NEW_TOKENS = 1024
-#: Default bound on generated tokens (``fastrag.generate.DEFAULT_MAX_NEW_TOKENS``, without importing it).
+#: Default bound on generated tokens (``fastrag.answering.generator.DEFAULT_MAX_NEW_TOKENS``, without importing it).
 DEFAULT_MAX_NEW_TOKENS = 80
 
 _JSON = ("application/json",)

@@ -11,7 +11,7 @@ import json
 import threading
 from typing import Any
 
-from fastrag.retrieve import Hit, clean_query
+from fastrag.retrieval.retriever import Hit, clean_query
 from fastrag.server.cache import LruCache
 from fastrag.server.live import Live, LiveIndex
 from fastrag.server.texts import SourceTexts

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastrag.answering.prompt import SpanReader
 from fastrag.errors import UserError
-from fastrag.prompt import SpanReader
 from fastrag.server.cache import LruCache
 
 #: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
@@ -58,7 +58,7 @@ class SourceTexts:
 
 
 class RootedSpanReader(SpanReader):
-    """The prompt's :class:`~fastrag.prompt.SpanReader`, reading files relative to the project root."""
+    """The prompt's :class:`~fastrag.answering.prompt.SpanReader`, reading files relative to the project root."""
 
     def __init__(self, texts: SourceTexts) -> None:
         super().__init__()

@@ -5,7 +5,7 @@
 always holds the latest answer, replaced atomically). ``answer_dataset`` answers every question of a
 search-results file with the sources retrieved there, in batches, and resumes after an interruption.
 
-When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.prompt.NO_SOURCES_ANSWER`
+When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.answering.prompt.NO_SOURCES_ANSWER`
 is returned and the model is not even resolved, let alone loaded.
 
 Both choose the context of a prompt with the offline embedding model when it is installed
@@ -25,12 +25,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
-from fastrag.datasets import load_search_results, output_path, write_results
-from fastrag.errors import UserError
-from fastrag.generate import DEFAULT_MAX_NEW_TOKENS, Generator, LoadInfo, load_generator, model_name, resolve_model
-from fastrag.models import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
-from fastrag.prompt import (
+from fastrag.answering.generator import (
+    DEFAULT_MAX_NEW_TOKENS,
+    Generator,
+    LoadInfo,
+    load_generator,
+    model_name,
+    resolve_model,
+)
+from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     EMPTY_ANSWER,
     NO_SOURCES_ANSWER,
@@ -46,7 +49,11 @@ from fastrag.prompt import (
     expand_citations,
     finish_answer,
 )
-from fastrag.storage import write_json_atomic
+from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
+from fastrag.errors import UserError
+from fastrag.evaluation.datasets import load_search_results, output_path, write_results
+from fastrag.indexing.storage import write_json_atomic
+from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
 
 #: File name of ``answer``'s result (in the answers folder): always the latest answer.
 ANSWER_FILE = "answer.json"
@@ -95,10 +102,10 @@ def to_sources(spans: Sequence[MinimalSource]) -> list[Source]:
 def block_similarity(models_dir: Path = DEFAULT_MODELS_DIR) -> Similarity | None:
     """The question-to-block cosine of the offline embedding model, or ``None`` when none is installed.
 
-    The model is found as the index finds it (:func:`fastrag.embed.find_model`, never exported from the
+    The model is found as the index finds it (:func:`fastrag.indexing.embed.find_model`, never exported from the
     hub) and loaded on the first call: without it, prompts are built from the question's words alone.
     """
-    from fastrag.embed import Embedder, find_model
+    from fastrag.indexing.embed import Embedder, find_model
 
     if find_model(models_dir) is None:
         return None
@@ -146,8 +153,8 @@ def answer(
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     spans: list[MinimalSource] = []
     if k > 0:
-        from fastrag.retrieve import Retriever
-        from fastrag.search import to_sources as hits_to_sources
+        from fastrag.evaluation.search_dataset import to_sources as hits_to_sources
+        from fastrag.retrieval.retriever import Retriever
 
         spans = hits_to_sources(Retriever.open(index_dir).search(question, k))
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fastrag.models import AnsweredQuestion, MinimalSearchResults, MinimalSource
+from fastrag.schemas import AnsweredQuestion, MinimalSearchResults, MinimalSource
 
 #: The cut-offs reported by ``evaluate``.
 RECALL_KS = (1, 3, 5, 10)

@@ -8,8 +8,8 @@ Layout under the index directory::
         chunks.json    the chunk table: display path per file, file/start/end per chunk
         files.json     per-file fingerprints and chunks, the cache of incremental indexing
         bm25.bin       the native BM25 index (magic, version, checksum)
-        vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.vectors`)
-    embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.index`)
+        vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
+    embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
 A new index is written into a staging folder, renamed to its generation name and published by
 replacing ``CURRENT``: a crash at any point leaves the previous generation live and intact,
@@ -17,7 +17,7 @@ and a reader never sees a mix of two indexes. The previous generation is kept on
 longer so that a reader that has just read ``CURRENT`` can still load it.
 
 This module is all the search path needs to load an index; building lives in
-:mod:`fastrag.index`.
+:mod:`fastrag.indexing.builder`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from fastrag import _core
 from fastrag.errors import UserError
-from fastrag.storage import fsync_dir, write_bytes_atomic
+from fastrag.indexing.storage import fsync_dir, write_bytes_atomic
 
 if TYPE_CHECKING:
-    from fastrag.vectors import VectorIndex
+    from fastrag.indexing.vectors import VectorIndex
 
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
 FORMAT_VERSION = 1
@@ -160,7 +160,7 @@ class LoadedIndex:
 
     @property
     def embed_model(self) -> str:
-        """Fingerprint of the model that made the vectors (:func:`fastrag.embed.model_fingerprint`), else ``""``."""
+        """Fingerprint of the model that made the vectors (:func:`fastrag.indexing.embed.model_fingerprint`), else ``""``."""
         return str(self.manifest.get("embed_model") or "")
 
     @property
@@ -172,7 +172,7 @@ class LoadedIndex:
         if not self.has_vectors:
             return None
         if "vectors" not in self._lazy:
-            from fastrag.vectors import VectorIndex
+            from fastrag.indexing.vectors import VectorIndex
 
             index = VectorIndex.load(self.path)
             if len(index) != int(self.manifest["vectors"]) or (

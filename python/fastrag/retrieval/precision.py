@@ -10,7 +10,7 @@ cannot see decide many of the questions it gets wrong (measured on the public se
   extension: ``rejection_sampler``, ``serve``, ``deepseek``) is spelt out by the question gets a
   bonus of ``name_weight`` × the name's idf relative to the largest idf of the index, so a
   distinctive name counts and ``utils`` hardly does;
-* **identifier variants** of the question (:func:`fastrag.query.identifier_variants`): the BM25
+* **identifier variants** of the question (:func:`fastrag.retrieval.query.identifier_variants`): the BM25
   score of the joined spellings (``rejection_sampler``, ``deepseekmodel``), scaled by
   ``variant_weight``, relative to the list's best score.
 
@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Protocol
 
 from fastrag import _core
-from fastrag.corpus import read_indexed_text
 from fastrag.errors import UserError
-from fastrag.generations import LoadedIndex
-from fastrag.query import Query
+from fastrag.indexing.corpus import read_indexed_text
+from fastrag.indexing.generations import LoadedIndex
+from fastrag.retrieval.query import Query
 
 #: Weight of the BM25 score of the identifier variants (relative to the best candidate's score).
 VARIANT_WEIGHT = 0.1

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 from fastrag import _core
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
 from fastrag.errors import UsageError, UserError
-from fastrag.fusion import rrf
-from fastrag.generations import ChunkTable, LoadedIndex, load_index
-from fastrag.lexical import LexicalSearcher
-from fastrag.precision import DEPTH as PRECISION_DEPTH
-from fastrag.precision import FOCUS, FileTexts, Precision, recut
-from fastrag.query import analyse
+from fastrag.indexing.generations import ChunkTable, LoadedIndex, load_index
+from fastrag.retrieval.fusion import rrf
+from fastrag.retrieval.lexical import LexicalSearcher
+from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
+from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
+from fastrag.retrieval.query import analyse
 
 if TYPE_CHECKING:
-    from fastrag.batching import Combiner
-    from fastrag.embed import Embedder
-    from fastrag.query import Query
+    from fastrag.indexing.embed import Embedder
+    from fastrag.retrieval.batching import Combiner
+    from fastrag.retrieval.query import Query
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ VECTOR_WEIGHT = 0.25
 #: guessing (nonsense queries top out near 0.31), and equal-weight fusion of weak vector
 #: lists cost 0.17 code R@1 on the public set.
 VECTOR_GATE = 0.6
-#: Whether searches run the precision stage (:mod:`fastrag.precision`) unless told otherwise:
+#: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
 #: on, since in every mode it raised recall on both public sets at some k and lowered it at none
 #: (benches/RESULTS.md, "Ablation").
 PRECISION = True
@@ -65,7 +65,7 @@ class Retriever:
 
     The embedding model is loaded on the first vector or hybrid search, and only when the
     index has vectors; lexical search never imports it. Searches may run on many threads at
-    once: their queries are embedded together, in batches (:mod:`fastrag.batching`).
+    once: their queries are embedded together, in batches (:mod:`fastrag.retrieval.batching`).
     """
 
     def __init__(self, index: LoadedIndex, models_dir: Path = DEFAULT_MODELS_DIR) -> None:
@@ -73,7 +73,7 @@ class Retriever:
         self.lexical = LexicalSearcher(index.bm25)
         self.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file)
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
-        #: :mod:`fastrag.precision` for why that is the default).
+        #: :mod:`fastrag.retrieval.precision` for why that is the default).
         self.focus = FOCUS
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
@@ -176,8 +176,8 @@ class Retriever:
             return combiner
         with self._embedder_lock:
             if self._query_vectors is None:
-                from fastrag.batching import Combiner
-                from fastrag.embed import Embedder
+                from fastrag.indexing.embed import Embedder
+                from fastrag.retrieval.batching import Combiner
 
                 embedder = Embedder.resolve(self.models_dir)
                 if self.index.embed_model and embedder.model_id != self.index.embed_model:

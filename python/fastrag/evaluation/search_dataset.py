@@ -6,9 +6,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from fastrag.datasets import load_dataset, output_path, write_results
-from fastrag.models import MinimalSearchResults, MinimalSource, StudentSearchResults
-from fastrag.retrieve import Hit, Retriever
+from fastrag.evaluation.datasets import load_dataset, output_path, write_results
+from fastrag.retrieval.retriever import Hit, Retriever
+from fastrag.schemas import MinimalSearchResults, MinimalSource, StudentSearchResults
 
 #: Questions per native batch call (progress is reported between batches).
 BATCH = 256

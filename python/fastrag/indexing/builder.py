@@ -3,7 +3,7 @@
 Incremental: a file whose size and modification time are unchanged is not read again; one
 whose content hash is unchanged is not chunked again. BM25 is refitted over all chunks since
 its statistics (idf, average length) are global. Changing any :class:`IndexParams` field
-rebuilds everything. See :mod:`fastrag.generations` for the on-disk layout.
+rebuilds everything. See :mod:`fastrag.indexing.generations` for the on-disk layout.
 
 Vectors (``IndexParams.embed``, ``index --vectors``): the primary chunks of the selected kind of
 file (default: Markdown/reST) are embedded as "file path, heading path, span" cut at
@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from fastrag import _core
-from fastrag.chunking import Chunk, chunk_file
-from fastrag.chunking.bridges import with_bridges
-from fastrag.chunking.text import markdown_layers
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
-from fastrag.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.errors import UsageError, UserError
-from fastrag.generations import FORMAT_VERSION, current_generation, publish
-from fastrag.storage import write_json_atomic
+from fastrag.indexing.chunking import Chunk, chunk_file
+from fastrag.indexing.chunking.bridges import with_bridges
+from fastrag.indexing.chunking.text import markdown_layers
+from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
+from fastrag.indexing.generations import FORMAT_VERSION, current_generation, publish
+from fastrag.indexing.storage import write_json_atomic
 
 if TYPE_CHECKING:
-    from fastrag.embed import Embedder
-    from fastrag.vectors import VectorIndex
+    from fastrag.indexing.embed import Embedder
+    from fastrag.indexing.vectors import VectorIndex
 
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
 POOL_THRESHOLD = 64
@@ -171,7 +171,7 @@ def build_index(
     ``display_root`` is the prefix of the paths reported in results (default: ``repo_path``
     relative to the working directory when it lies below it, else absolute). The embedding
     model is ``embedder`` if given, else resolved from ``models_dir`` (see
-    :meth:`fastrag.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
+    :meth:`fastrag.indexing.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
     """
     params = params or IndexParams()
     spec = params.embed_spec()
@@ -307,7 +307,7 @@ def primary_chunks(chunks: list[Chunk]) -> list[int]:
     the Markdown layers.
 
     Primary chunks and bridges come first, sorted by ``(start, end)``, and a bridge always starts
-    inside the chunk before it; the layers (:func:`fastrag.chunking.text.markdown_layers`) follow,
+    inside the chunk before it; the layers (:func:`fastrag.indexing.chunking.text.markdown_layers`) follow,
     all starting before the end of the last primary chunk. Keeping every chunk that starts at or
     after the end of the last kept one therefore drops exactly the bridges and the layers.
     """
@@ -352,8 +352,8 @@ def _embed_cached(
     import numpy as np
 
     from fastrag.config import DEFAULT_MODELS_DIR
-    from fastrag.embed import Embedder, model_fingerprint, resolve_model
-    from fastrag.vectors import CACHE_FILE, EmbeddingCache, VectorIndex, text_key
+    from fastrag.indexing.embed import Embedder, model_fingerprint, resolve_model
+    from fastrag.indexing.vectors import CACHE_FILE, EmbeddingCache, VectorIndex, text_key
 
     models = models_dir if models_dir is not None else DEFAULT_MODELS_DIR
     files = embedder.files if embedder is not None else resolve_model(models)

@@ -10,13 +10,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from fastrag.errors import UserError
-from fastrag.models import (
+from fastrag.indexing.storage import write_bytes_atomic
+from fastrag.schemas import (
     AnsweredQuestion,
     RagDataset,
     StudentSearchResults,
     StudentSearchResultsAndAnswer,
 )
-from fastrag.storage import write_bytes_atomic
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -208,7 +208,7 @@ class Embedder:
     """all-MiniLM-L6-v2 compiled by OpenVINO for the CPU; build one with :meth:`resolve`.
 
     One inference request is reused: an instance must not be shared between threads (threads
-    that embed queries share one through a :class:`fastrag.batching.Combiner`).
+    that embed queries share one through a :class:`fastrag.retrieval.batching.Combiner`).
     """
 
     def __init__(self, files: ModelFiles, cache_dir: Path | None = None) -> None:

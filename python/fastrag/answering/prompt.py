@@ -450,10 +450,10 @@ def clean_answer(answer: str) -> str:
     """Trim what small models add around an answer: echoed ``Question:`` lines and repetition loops.
 
     Lines starting with ``Question:`` are dropped, and the text is cut at the first line that
-    :class:`~fastrag.generate.LoopGuard` calls a loop (greedy decoding of a small model can repeat
+    :class:`~fastrag.answering.generator.LoopGuard` calls a loop (greedy decoding of a small model can repeat
     itself until ``max_new_tokens``). A code block left open is closed.
     """
-    from fastrag.generate import LoopGuard
+    from fastrag.answering.generator import LoopGuard
 
     guard = LoopGuard()
     kept: list[str] = []

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fastrag.errors import UserError
-from fastrag.storage import write_bytes_atomic
+from fastrag.indexing.storage import write_bytes_atomic
 
 #: Vector width (all-MiniLM-L6-v2).
 DIM = 384

@@ -55,7 +55,7 @@ DEFAULT_MAX_NEW_TOKENS = 80
 #: new "Question:" line (small models go on to invent the next question).
 STOP_STRINGS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "\nQuestion:")
 #: Batched generation (``answer_dataset``) checks its running answers for a repetition loop every this
-#: many steps, and ends a looping one there (:func:`clean_answer <fastrag.prompt.clean_answer>` would cut
+#: many steps, and ends a looping one there (:func:`clean_answer <fastrag.answering.prompt.clean_answer>` would cut
 #: it at that line anyway, so the saved answer is the same and the rest of its tokens are never computed).
 LOOP_CHECK_STEPS = 4
 #: Files that make a folder a loadable OpenVINO GenAI model.
@@ -492,7 +492,7 @@ class Generator:
 def answer_loops(text: str) -> bool:
     """Whether the complete lines of a partial answer already contain a repetition loop.
 
-    Lines are judged as :func:`fastrag.prompt.clean_answer` judges them (echoed ``Question:`` lines are
+    Lines are judged as :func:`fastrag.answering.prompt.clean_answer` judges them (echoed ``Question:`` lines are
     skipped), so a generation stopped here is saved exactly as the finished one would have been.
     """
     guard = LoopGuard()

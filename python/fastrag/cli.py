@@ -1,0 +1,321 @@
+"""The command line: ``python -m fastrag <command> [flags]`` (Python Fire).
+
+Parse and check arguments, call the library, print. A :class:`~fastrag.errors.UserError`
+becomes one line on stderr and a non-zero exit status; nothing else is caught here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fire.decorators import SetParseFn
+
+from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
+from fastrag.config import (
+    DEFAULT_ANSWERS_DIR,
+    DEFAULT_INDEX_DIR,
+    DEFAULT_K,
+    DEFAULT_REPO_PATH,
+    DEFAULT_SEARCH_RESULTS_DIR,
+    MAX_CHUNK_SIZE,
+    MAX_K,
+)
+from fastrag.errors import UsageError, UserError
+
+CommandT = TypeVar("CommandT", bound=Callable[..., None])
+
+
+def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
+    """Have Fire pass the named arguments as the text typed (no literal evaluation of "42",
+    "[1]", or a 100 KB query that its parser chokes on)."""
+
+    def decorate(command: CommandT) -> CommandT:
+        decorated: CommandT = SetParseFn(str, *names)(command)
+        return decorated
+
+    return decorate
+
+
+def _status(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+class Commands:
+    """fastrag: retrieval-augmented generation for codebases."""
+
+    def index(
+        self,
+        max_chunk_size: Any = MAX_CHUNK_SIZE,
+        repo_path: Any = str(DEFAULT_REPO_PATH),
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        vectors: Any = None,
+    ) -> None:
+        """Chunk and index a repository (incremental: unchanged files are reused).
+
+        Args:
+            max_chunk_size: largest chunk in characters (50..2000).
+            repo_path: the repository to index.
+            index_dir: where the index is written.
+            vectors: which chunks get embedding vectors: none (default), docs (Markdown/reST), or another mode.
+        """
+        from fastrag.indexing.builder import DEFAULT_EMBED, IndexParams, build_index
+
+        size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
+        embed = DEFAULT_EMBED if vectors is None else str(vectors)
+        params = IndexParams(max_chunk_size=size, target_size=_target_size(size), embed=embed)
+        report = build_index(path_arg("repo_path", repo_path), path_arg("index_dir", index_dir), params)
+        if report.up_to_date:
+            print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
+        else:
+            print(
+                f"indexed {report.files} files into {report.chunks} chunks in {report.seconds:.2f} s "
+                f"({report.chunked} chunked, {report.reused} reused, {report.removed} removed) -> {report.path}"
+            )
+            if report.vectors:
+                print(f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s")
+        if report.skipped:
+            shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
+            more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
+            _status(f"skipped {len(report.skipped)} files: {shown}{more}")
+
+    @raw_text("query")
+    def search(
+        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = "hybrid"
+    ) -> None:
+        """Print the k spans that best answer QUERY.
+
+        Args:
+            query: the question.
+            k: how many spans (1..10).
+            index_dir: where the index lives.
+            mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
+        """
+        from fastrag.retrieval.retriever import Retriever
+
+        text = text_arg("the query", query)
+        n = int_arg("k", k, 1, MAX_K)
+        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n, mode_arg(mode))
+        if not hits:
+            _status("no match")
+            return
+        for rank, hit in enumerate(hits, 1):
+            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
+
+    def search_dataset(
+        self,
+        dataset_path: Any = None,
+        k: Any = DEFAULT_K,
+        save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        mode: Any = "hybrid",
+    ) -> None:
+        """Retrieve the k best spans for every question of a dataset and save them as JSON.
+
+        Args:
+            dataset_path: a dataset JSON file (AnsweredQuestions or UnansweredQuestions).
+            k: spans per question (1..10).
+            save_directory: folder of the output file (named after the dataset).
+            index_dir: where the index lives.
+            mode: lexical, vector or hybrid.
+        """
+        from fastrag.evaluation.search_dataset import search_dataset
+
+        if dataset_path is None:
+            raise UsageError("--dataset_path is required")
+        started = time.perf_counter()
+        target, n = search_dataset(
+            path_arg("dataset_path", dataset_path),
+            int_arg("k", k, 1, MAX_K),
+            path_arg("save_directory", save_directory),
+            path_arg("index_dir", index_dir),
+            progress=True,
+            mode=mode_arg(mode),
+        )
+        print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
+
+    def evaluate(
+        self,
+        student_search_results_path: Any = None,
+        dataset_path: Any = None,
+        show_missed: bool = False,
+    ) -> None:
+        """Print recall@1/3/5/10 of a results file against a dataset with ground truth.
+
+        Args:
+            student_search_results_path: output of search_dataset.
+            dataset_path: the AnsweredQuestions dataset.
+            show_missed: also list the questions not fully found in the top 10.
+        """
+        from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
+        from fastrag.evaluation.recall import evaluate
+
+        if student_search_results_path is None or dataset_path is None:
+            raise UsageError("--student_search_results_path and --dataset_path are required")
+        results_file = path_arg("student_search_results_path", student_search_results_path)
+        dataset_file = path_arg("dataset_path", dataset_path)
+        results = load_search_results(results_file)
+        truth = ground_truth(load_dataset(dataset_file), dataset_file)
+        report = evaluate(results.search_results, truth)
+        print(f"{dataset_file.name}: {report.questions} questions, {report.answered} with results, k={results.k}")
+        print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
+        if show_missed:
+            by_id = {r.question_id: r for r in results.search_results}
+            by_q = {q.question_id: q for q in truth}
+            for qid in report.missed:
+                q = by_q[qid]
+                print(f"- {q.question}")
+                for s in q.sources:
+                    print(f"    truth:     {s.file_path}:{s.first_character_index}-{s.last_character_index}")
+                got = by_id.get(qid)
+                for s in got.retrieved_sources[:3] if got else []:
+                    print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
+
+    @raw_text("question")
+    def answer(
+        self,
+        question: Any,
+        k: Any = DEFAULT_K,
+        model: Any = None,
+        max_new_tokens: Any = None,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
+    ) -> None:
+        """Answer QUESTION from the k best spans, citing them; save it to SAVE_DIRECTORY/answer.json.
+
+        On a terminal the answer streams token by token; the cited sources are listed after it.
+
+        Args:
+            question: the question.
+            k: spans to retrieve (0..10; 0 answers with a fixed message without loading a model).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            max_new_tokens: bound on the answer's length in tokens (1..1024, default 80).
+            index_dir: where the index lives.
+            save_directory: folder of answer.json.
+        """
+        from fastrag.answering.answer import answer
+        from fastrag.answering.generator import DEFAULT_MAX_NEW_TOKENS
+
+        text = text_arg("the question", question)
+        n = int_arg("k", k, 0, MAX_K)
+        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        name = None if model is None else text_arg("--model", model)
+        live = sys.stdout.isatty()
+
+        def show(piece: str) -> None:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+        result = answer(
+            text, n, name, path_arg("index_dir", index_dir), path_arg("save_directory", save_directory), limit,
+            show if live else None,
+        )  # fmt: skip
+        if live and result.load is not None:
+            print()
+        else:
+            print(result.body)
+        if result.sources:
+            print("\nSources:")
+            for excerpt in result.cited:
+                print(f"  {excerpt.citation}")
+        if result.load is not None:
+            _status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s, prompt {result.prompt_tokens} tokens")
+        _status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
+
+    def answer_dataset(
+        self,
+        student_search_results_path: Any = None,
+        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
+        model: Any = None,
+        max_new_tokens: Any = None,
+        batch_size: Any = None,
+    ) -> None:
+        """Answer every question of a search-results file with its retrieved sources; save them as JSON.
+
+        The output keeps the input's file name; an interrupted run resumes where it stopped.
+
+        Args:
+            student_search_results_path: output of search_dataset.
+            save_directory: folder of the output file.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            max_new_tokens: bound on each answer's length in tokens (1..1024, default 80).
+            batch_size: prompts generated together (1..256, default 64).
+        """
+        from fastrag.answering.answer import DEFAULT_BATCH_SIZE, answer_dataset
+        from fastrag.answering.generator import DEFAULT_MAX_NEW_TOKENS
+
+        if student_search_results_path is None:
+            raise UsageError("--student_search_results_path is required")
+        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        batch = int_arg("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size, 1, 256)
+        report = answer_dataset(
+            path_arg("student_search_results_path", student_search_results_path),
+            path_arg("save_directory", save_directory),
+            None if model is None else text_arg("--model", model),
+            limit,
+            batch,
+        )
+        resumed = f", {report.resumed} resumed" if report.resumed else ""
+        print(
+            f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
+            f"{report.without_sources} without sources, {report.seconds:.1f} s)"
+        )
+
+    def serve(
+        self,
+        host: Any = "127.0.0.1",
+        port: Any = 5000,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        model: Any = None,
+    ) -> None:
+        """Serve the HTTP API and the page (search, streamed answers, indexing) until Ctrl-C.
+
+        One process keeps the index (reloaded when it changes on disk) and the model (loaded on the
+        first question) in memory. Paths given to the API must lie in data/.
+
+        Args:
+            host: address to listen on (default 127.0.0.1: this machine only).
+            port: TCP port (0..65535; 0 picks a free one).
+            index_dir: where the index lives.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+        """
+        address = text_arg("--host", host).strip()
+        number = int_arg("port", port, 0, 65535)
+        folder = path_arg("index_dir", index_dir)
+        name = None if model is None else text_arg("--model", model)
+        from fastrag.server import serve  # FastAPI is imported by this command only
+
+        serve(address, number, folder, name)
+
+
+def _target_size(max_chunk_size: int) -> int:
+    from fastrag.config import CHUNK_TARGET_SIZE
+
+    return min(CHUNK_TARGET_SIZE, max_chunk_size)
+
+
+def _fire_error(component_trace: Any) -> None:
+    """Replace Fire's multi-line usage dump with one line."""
+    message = component_trace.elements[-1].ErrorAsStr() if component_trace.elements else "bad arguments"
+    _status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit status."""
+    import fire
+    import fire.core
+
+    fire.core._DisplayError = _fire_error  # one line instead of a usage dump
+    try:
+        fire.Fire(Commands(), command=argv, name="fastrag")
+    except fire.core.FireExit as exc:
+        return int(exc.code or 0)
+    except UserError as exc:
+        _status(f"fastrag: error: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _status("fastrag: interrupted")
+        return 130
+    return 0

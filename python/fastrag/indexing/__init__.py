@@ -1,0 +1,1 @@
+"""Indexing: the corpus walked and read, cut into chunks, written as an index generation (BM25, optional vectors)."""
