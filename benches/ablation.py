@@ -38,11 +38,10 @@ from peers import replace_section
 from fastrag import _core
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate
-from fastrag.evaluation.search_dataset import to_sources
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval.precision import Precision
 from fastrag.retrieval.query import identifier_variants
-from fastrag.retrieval.retriever import Hit, Retriever
+from fastrag.retrieval.retriever import Hit, Retriever, hits_to_sources
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +194,7 @@ def measure(retriever: Retriever, config: Config, truth: dict[str, list[Answered
         hits = config.search(retriever, [q.question for q in questions])
         seconds += time.perf_counter() - started
         results = [
-            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(h))
+            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=hits_to_sources(h))
             for q, h in zip(questions, hits)
         ]
         recall[name] = evaluate(results, questions).recall

@@ -48,14 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from fastrag.answering.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_for
-from fastrag.answering.generator import (
-    DEFAULT_MAX_NEW_TOKENS,
-    Generator,
-    LoadInfo,
-    load_generator,
-    resolve_model,
-)
-from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, finish_answer, terms
+from fastrag.answering.citations import finish_answer
+from fastrag.answering.generator import Generator, LoadInfo, load_generator
+from fastrag.answering.model_files import resolve_model
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, terms
+from fastrag.config import DEFAULT_MAX_NEW_TOKENS
 from fastrag.schemas import MinimalSource
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,8 +88,7 @@ def load(kind: str = "docs", results_file: Path | None = None) -> tuple[list[dic
     truth = {q["question_id"]: q for q in questions}
     if results_file is not None:
         return json.loads(results_file.read_text())["search_results"], truth
-    from fastrag.evaluation.search_dataset import to_sources as hits_to_sources
-    from fastrag.retrieval.retriever import Retriever
+    from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
     hits = Retriever.open(ROOT / "data/processed").search_many([q["question"] for q in questions], K)
     results = [

@@ -22,9 +22,8 @@ from report import BENCH_DIR, header, loadavg, publish, say
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate
-from fastrag.evaluation.search_dataset import to_sources
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.retriever import MODES, Retriever
+from fastrag.retrieval.retriever import MODES, Retriever, hits_to_sources
 from fastrag.schemas import MinimalSearchResults
 
 SECTION = "## Recall@k by search mode"
@@ -49,7 +48,9 @@ def measure() -> dict[str, Any]:
             hits = retriever.search_many([q.question for q in truth], max(KS), mode)
             seconds[mode][name] = time.perf_counter() - started
             results = [
-                MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(h))
+                MinimalSearchResults(
+                    question_id=q.question_id, question=q.question, retrieved_sources=hits_to_sources(h)
+                )
                 for q, h in zip(truth, hits)
             ]
             scores = evaluate(results, truth, KS).recall

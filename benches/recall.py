@@ -15,9 +15,8 @@ from pathlib import Path
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate
-from fastrag.evaluation.search_dataset import to_sources
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.retriever import Retriever
+from fastrag.retrieval.retriever import Retriever, hits_to_sources
 from fastrag.schemas import MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +31,7 @@ def score(retriever: Retriever, k: int = 10) -> dict[str, dict[int, float]]:
         truth = ground_truth(load_dataset(path), path)
         hits = retriever.search_many([q.question for q in truth], k)
         results = [
-            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(h))
+            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=hits_to_sources(h))
             for q, h in zip(truth, hits)
         ]
         out[name] = evaluate(results, truth).recall

@@ -40,7 +40,6 @@ from peers import machine, replace_section  # benches/ is on sys.path when this 
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate, question_recall
-from fastrag.evaluation.search_dataset import to_sources
 from fastrag.indexing.builder import (
     DEFAULT_EMBED,
     DEFAULT_EMBED_TOKENS,
@@ -55,7 +54,7 @@ from fastrag.indexing.embed import Embedder
 from fastrag.indexing.generations import LoadedIndex, load_index
 from fastrag.indexing.vectors import RESCORE_DEPTH, EmbeddingCache, VectorIndex, quantize, text_key
 from fastrag.retrieval.lexical import LexicalSearcher
-from fastrag.retrieval.retriever import OVERFETCH, Hit, Retriever, distinct
+from fastrag.retrieval.retriever import OVERFETCH, Hit, Retriever, distinct, hits_to_sources
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,7 +178,7 @@ class Bench:
     def recall(self, name: str, hits: list[list[Hit]]) -> dict[int, float]:
         truth = self.truth[name]
         results = [
-            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=to_sources(h))
+            MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=hits_to_sources(h))
             for q, h in zip(truth, hits)
         ]
         return evaluate(results, truth).recall
@@ -187,7 +186,7 @@ class Bench:
     def found(self, name: str, hits: list[list[Hit]], k: int = K) -> set[int]:
         """Questions with at least one truth span in their top ``k``."""
         truth = self.truth[name]
-        return {i for i, (q, h) in enumerate(zip(truth, hits)) if question_recall(to_sources(h), q.sources, k)}
+        return {i for i, (q, h) in enumerate(zip(truth, hits)) if question_recall(hits_to_sources(h), q.sources, k)}
 
     def vector_only_finds(self, name: str, hits: list[list[Hit]]) -> str:
         """``a/b/c/d``: questions found in the vector top 1/3/5/10 but not in the lexical top 1/3/5/10."""
@@ -273,7 +272,7 @@ def floor_lines(bench: Bench, ids: np.ndarray, vecs: np.ndarray) -> list[str]:
         top1[s] = [r[0][1] for r in ranked]
         truth_cos[s] = []
         for q, hits in zip(bench.truth[s], bench.hits(ranked)):
-            found = [h.score for h in hits if question_recall(to_sources([h]), q.sources, 1)]
+            found = [h.score for h in hits if question_recall(hits_to_sources([h]), q.sources, 1)]
             if found:
                 truth_cos[s].append(max(found))
     nonsense = exact_search(ids, vecs, bench.embedder.embed_queries(NONSENSE), 1)

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import CliResult, run_cli
 from fastrag.answering.answer import _fingerprint, answer_dataset, block_similarity, partial_path
-from fastrag.answering.generator import Generator, model_name
+from fastrag.answering.generator import Generator
+from fastrag.answering.model_files import model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
 
 QUESTIONS = [

@@ -16,32 +16,17 @@ import pytest
 
 from conftest import SAMPLE_FILES, write_repo
 from fastrag.answering.answer import block_similarity
-from fastrag.answering.generator import (
-    Generator,
-    LoadInfo,
-    LoopGuard,
-    ModelSpec,
-    ThinkFilter,
-    answer_loops,
-    export_dir,
-    load_generator,
-    resolve_model,
-    smollm2_gguf,
-    strip_think,
-)
+from fastrag.answering.citations import CitationStream, citations, cited_excerpts, expand_citations, finish_answer
+from fastrag.answering.cleanup import LoopGuard, ThinkFilter, answer_loops, clean_answer, strip_think
+from fastrag.answering.generator import Generator, LoadInfo, load_generator
+from fastrag.answering.model_files import ModelSpec, export_dir, resolve_model, smollm2_gguf
 from fastrag.answering.prompt import (
     EMPTY_ANSWER,
     GAP,
-    CitationStream,
     Excerpt,
     Source,
     SpanReader,
     build_prompt,
-    citations,
-    cited_excerpts,
-    clean_answer,
-    expand_citations,
-    finish_answer,
     messages,
     terms,
 )

@@ -22,11 +22,10 @@ from typing import Any
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
-from fastrag import arguments
 from fastrag.answering.prompt import NO_SOURCES_ANSWER
+from fastrag.config import DEFAULT_MODE, MODES
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import ChunkTable, current_generation
-from fastrag.retrieval import retriever as retrieve
 from fastrag.server import answers as answers_module
 from fastrag.server import create_app
 from fastrag.server.cache import LruCache
@@ -316,8 +315,13 @@ def test_allowed_hosts_refuse_other_host_headers(project: Path) -> None:
     assert TestClient(app, base_url="http://localhost:5000").get("/healthz").status_code == 200
 
 
-def test_cli_and_api_share_modes() -> None:
-    assert arguments.MODES == retrieve.MODES
+def test_api_documents_and_accepts_the_search_modes(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    [mode] = [p for p in schema["paths"]["/search"]["get"]["parameters"] if p["name"] == "mode"]
+    assert mode["schema"]["enum"] == list(MODES) and mode["schema"]["default"] == DEFAULT_MODE
+    for name in MODES[:1]:  # lexical: the sample index has no vectors
+        assert client.get("/search", params={"query": "lora", "mode": name}).json()["mode"] == name
+    assert_error(client.get("/search", params={"query": "lora", "mode": "fuzzy"}), 400, "mode must be one of")
 
 
 def test_concurrent_searches_agree_with_serial_ones(client: TestClient) -> None:

@@ -12,10 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fastrag.config import MODES
 from fastrag.errors import UsageError
 
-#: The search modes (``fastrag.retrieval.retriever.MODES``, repeated so that checking a flag imports no retrieval code).
-MODES = ("lexical", "vector", "hybrid")
 #: Smallest ``max_chunk_size`` accepted: below it chunks stop carrying meaning.
 MIN_CHUNK_SIZE = 50
 

@@ -18,10 +18,13 @@ from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_INDEX_DIR,
     DEFAULT_K,
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_MODE,
     DEFAULT_REPO_PATH,
     DEFAULT_SEARCH_RESULTS_DIR,
     MAX_CHUNK_SIZE,
     MAX_K,
+    MAX_NEW_TOKENS,
 )
 from fastrag.errors import UsageError, UserError
 
@@ -83,7 +86,7 @@ class Commands:
 
     @raw_text("query")
     def search(
-        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = "hybrid"
+        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = DEFAULT_MODE
     ) -> None:
         """Print the k spans that best answer QUERY.
 
@@ -110,7 +113,7 @@ class Commands:
         k: Any = DEFAULT_K,
         save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
-        mode: Any = "hybrid",
+        mode: Any = DEFAULT_MODE,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -196,11 +199,12 @@ class Commands:
             save_directory: folder of answer.json.
         """
         from fastrag.answering.answer import answer
-        from fastrag.answering.generator import DEFAULT_MAX_NEW_TOKENS
 
         text = text_arg("the question", question)
         n = int_arg("k", k, 0, MAX_K)
-        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        limit = int_arg(
+            "max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, MAX_NEW_TOKENS
+        )
         name = None if model is None else text_arg("--model", model)
         live = sys.stdout.isatty()
 
@@ -244,11 +248,12 @@ class Commands:
             batch_size: prompts generated together (1..256, default 64).
         """
         from fastrag.answering.answer import DEFAULT_BATCH_SIZE, answer_dataset
-        from fastrag.answering.generator import DEFAULT_MAX_NEW_TOKENS
 
         if student_search_results_path is None:
             raise UsageError("--student_search_results_path is required")
-        limit = int_arg("max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, 1024)
+        limit = int_arg(
+            "max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, MAX_NEW_TOKENS
+        )
         batch = int_arg("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size, 1, 256)
         report = answer_dataset(
             path_arg("student_search_results_path", student_search_results_path),

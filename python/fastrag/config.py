@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, get_args
 
 #: Corpus indexed when no ``--repo_path`` is given.
 DEFAULT_REPO_PATH = Path("data/raw/vllm-0.10.1")
@@ -18,6 +19,14 @@ MAX_CHUNK_SIZE = 2000
 MAX_K = 10
 #: Default number of results.
 DEFAULT_K = 10
+#: The search modes: BM25 alone, vectors alone, or both fused.
+SearchMode = Literal["lexical", "vector", "hybrid"]
+MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+#: The default search mode (hybrid is lexical on an index without vectors).
+DEFAULT_MODE: SearchMode = "hybrid"
+#: Default bound on generated tokens (a concise answer with a citation or two), and the largest accepted.
+DEFAULT_MAX_NEW_TOKENS = 80
+MAX_NEW_TOKENS = 1024
 
 #: BM25 parameters (measured on the public sets, see benches/RESULTS.md).
 BM25_K1 = 1.2
@@ -25,7 +34,7 @@ BM25_B = 0.75
 #: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
 CHUNK_TARGET_SIZE = 2000
 #: Largest run of Markdown table rows indexed as one extra chunk (table windows, see
-#: ``fastrag.indexing.chunking.text.markdown_layers``); 250-400 gave the same recall on the public sets.
+#: ``fastrag.indexing.chunking.layers.markdown_layers``); 250-400 gave the same recall on the public sets.
 TABLE_WINDOW_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")

@@ -25,31 +25,22 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fastrag.answering.generator import (
-    DEFAULT_MAX_NEW_TOKENS,
-    Generator,
-    LoadInfo,
-    load_generator,
-    model_name,
-    resolve_model,
-)
+from fastrag.answering.citations import CitationStream, cited_or_shown, expand_citations, finish_answer
+from fastrag.answering.cleanup import clean_answer
+from fastrag.answering.generator import Generator, LoadInfo, load_generator
+from fastrag.answering.model_files import model_name, resolve_model
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     EMPTY_ANSWER,
     NO_SOURCES_ANSWER,
-    CitationStream,
     Excerpt,
     Prompt,
     Similarity,
     Source,
     SpanReader,
     build_prompt,
-    cited_excerpts,
-    clean_answer,
-    expand_citations,
-    finish_answer,
 )
-from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
+from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODELS_DIR
 from fastrag.errors import UserError
 from fastrag.evaluation.datasets import load_search_results, output_path, write_results
 from fastrag.indexing.storage import write_json_atomic
@@ -91,11 +82,27 @@ class AnswerResult:
     @property
     def cited(self) -> list[Excerpt]:
         """The excerpts the answer cites (all the excerpts shown when it cites none by itself)."""
-        return cited_excerpts(self.answer, self.excerpts) or self.excerpts
+        return cited_or_shown(self.answer, self.excerpts)
 
 
-def to_sources(spans: Sequence[MinimalSource]) -> list[Source]:
-    """The spec's sources as prompt sources."""
+@dataclass(slots=True)
+class GeneratedAnswer:
+    """A generated answer: the saved form (``answer``), the model's text alone (``body``), what it was shown."""
+
+    answer: str
+    body: str
+    excerpts: list[Excerpt] = field(default_factory=list)
+    prompt_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def cited(self) -> list[Excerpt]:
+        """The excerpts the answer cites (all of them when it cites none by itself)."""
+        return cited_or_shown(self.answer, self.excerpts)
+
+
+def prompt_sources(spans: Sequence[MinimalSource]) -> list[Source]:
+    """The spec's sources (of a results file or a search) as prompt sources."""
     return [Source(s.file_path, s.first_character_index, s.last_character_index) for s in spans]
 
 
@@ -131,7 +138,36 @@ def prompt_for(
 ) -> Prompt:
     """The prompt for one question with the model's tokenizer and chat template."""
     count, render = generator.count_tokens, generator.render
-    return build_prompt(question, to_sources(spans), count, render, budget, reader, similarity=similarity)
+    return build_prompt(question, prompt_sources(spans), count, render, budget, reader, similarity=similarity)
+
+
+def generate_answer(
+    generator: Generator, prompt: Prompt, max_new_tokens: int, on_text: TextSink | None = None
+) -> GeneratedAnswer:
+    """Generate the answer to a built ``prompt``, streaming its text (citations expanded) to ``on_text``.
+
+    The answer is cleaned and cited as saved (:func:`~fastrag.answering.citations.finish_answer`); ``body``
+    is the model's text alone, cleaned the same way.
+    """
+    started = time.perf_counter()
+    stream = CitationStream(prompt.excerpts)
+
+    def show(text: str) -> None:
+        piece = stream.feed(text)
+        if piece and on_text is not None:
+            on_text(piece)
+
+    raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
+    tail = stream.flush()
+    if tail and on_text is not None:
+        on_text(tail)
+    return GeneratedAnswer(
+        answer=finish_answer(raw, prompt.excerpts),
+        body=clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER,
+        excerpts=prompt.excerpts,
+        prompt_tokens=prompt.tokens,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def answer(
@@ -153,26 +189,16 @@ def answer(
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     spans: list[MinimalSource] = []
     if k > 0:
-        from fastrag.evaluation.search_dataset import to_sources as hits_to_sources
-        from fastrag.retrieval.retriever import Retriever
+        from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
         spans = hits_to_sources(Retriever.open(index_dir).search(question, k))
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
         generator = load_generator(resolve_model(model))
         prompt = prompt_for(generator, question, spans, budget, SpanReader(), block_similarity())
-        stream = CitationStream(prompt.excerpts)
-
-        def show(text: str) -> None:
-            if on_text is not None:
-                on_text(stream.feed(text))
-
-        raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
-        if on_text is not None:
-            on_text(stream.flush())
-        result.answer = finish_answer(raw, prompt.excerpts)
-        result.body = clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER
-        result.excerpts, result.prompt_tokens, result.load = prompt.excerpts, prompt.tokens, generator.info
+        done = generate_answer(generator, prompt, max_new_tokens, on_text)
+        result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
+        result.prompt_tokens, result.load = done.prompt_tokens, generator.info
     target = save_directory / ANSWER_FILE
     record = MinimalAnswer(
         question_id=str(uuid.uuid4()), question=question, retrieved_sources=spans, answer=result.answer

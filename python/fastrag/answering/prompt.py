@@ -7,7 +7,7 @@ non-blank lines, at most :data:`BLOCK_LINES` lines), scored by the question's te
 (weighted by how rare they are among the candidate blocks), scaled up by how close its meaning is to
 the question's when the caller passes a :data:`Similarity` (an embedding model), and weighted by the
 rank of its span. Sources are shown numbered (``[1] short/path.md``); the model cites the numbers, and
-:func:`expand_citations` turns them into ``[path:first-last]`` of exactly the characters shown (one per
+:func:`~fastrag.answering.citations.expand_citations` turns them into ``[path:first-last]`` of exactly the characters shown (one per
 shown range).
 """
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastrag.errors import UserError
+from fastrag.indexing.corpus import read_text
 
 #: Whole-prompt budget (system + context + question + chat template), in the model's tokens.
 DEFAULT_PROMPT_BUDGET = 560
@@ -66,9 +67,6 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 _IDENT = re.compile(r"[A-Za-z0-9_]+")
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.*)$", re.MULTILINE)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_CITATION = re.compile(r"\[([^\[\]\s:]+):(\d+)-(\d+)\]")
-_MARKER = re.compile(r"\[\s*(\d{1,2}(?:\s*,\s*\d{1,2})*)\s*\]")
-_OPEN_MARKER = re.compile(r"\[[\d,\s]*")
 _STOPWORDS = """a an and are as at be by can do does for from has have how i if in into is it its of on or that the
 their them there these this to used using uses use was what when where which while who why will with you your vllm"""
 #: Words that carry no evidence (``vllm`` is in every span of the corpus).
@@ -157,7 +155,7 @@ def terms(text: str) -> list[str]:
 
 
 class SpanReader:
-    """Reads span texts, each file once (``Path.read_bytes().decode('utf-8')[start:end]``)."""
+    """Reads span texts, each file once (:func:`~fastrag.indexing.corpus.read_text`)."""
 
     def __init__(self) -> None:
         self._files: dict[str, str] = {}
@@ -168,7 +166,7 @@ class SpanReader:
         cached = self._files.get(file_path)
         if cached is None:
             try:
-                cached = Path(file_path).read_bytes().decode("utf-8", errors="replace")
+                cached = read_text(Path(file_path))
             except OSError as exc:
                 raise UserError(f"cannot read source {file_path}: {exc.strerror or exc}") from exc
             self._files[file_path] = cached
@@ -236,7 +234,7 @@ def messages(question: str, excerpts: Sequence[Excerpt]) -> list[dict[str, str]]
 
     Sources are numbered ``[1]``, ``[2]``… with a short path: a full ``[path:first-last]`` header costs
     ~40 tokens of prompt per source, a number ~3. The model cites by number and
-    :func:`expand_citations` writes the full ``[path:first-last]`` into the answer.
+    :func:`~fastrag.answering.citations.expand_citations` writes the full ``[path:first-last]`` into the answer.
     """
     parts = [f"[{i}] {short_path(e.source.file_path)}\n{e.text}" for i, e in enumerate(excerpts, 1)]
     context = "\n\n".join(parts) if parts else "(no sources)"
@@ -389,87 +387,3 @@ def _excerpts(chosen: Sequence[_Block]) -> list[Excerpt]:
 def _adjacent(a: _Block, b: _Block) -> bool:
     """Whether only whitespace lies between two blocks of the same span (they were split from one run)."""
     return b.start - a.end <= 2
-
-
-# ----------------------------------------------------------------------------- answers
-
-
-def citations(answer: str) -> list[tuple[str, int, int]]:
-    """The ``[path:first-last]`` citations found in an answer."""
-    return [(m.group(1), int(m.group(2)), int(m.group(3))) for m in _CITATION.finditer(answer)]
-
-
-def _expand(numbers: str, excerpts: Sequence[Excerpt]) -> str:
-    cited = [int(n) for n in re.findall(r"\d+", numbers)]
-    return "".join(excerpts[n - 1].citation for n in dict.fromkeys(cited) if 1 <= n <= len(excerpts))
-
-
-def expand_citations(answer: str, excerpts: Sequence[Excerpt]) -> str:
-    """Replace the model's ``[1]``, ``[1, 3]`` markers by ``[path:first-last]`` (unknown numbers are dropped)."""
-    return _MARKER.sub(lambda m: _expand(m.group(1), excerpts), answer)
-
-
-class CitationStream:
-    """Streaming :func:`expand_citations`: text that may be the start of a ``[n]`` marker is held back."""
-
-    HOLD = 16
-
-    def __init__(self, excerpts: Sequence[Excerpt]) -> None:
-        self._excerpts = excerpts
-        self._pending = ""
-
-    def feed(self, chunk: str) -> str:
-        """Return the printable part of ``chunk`` with complete markers expanded."""
-        self._pending += chunk
-        at = self._pending.rfind("[")
-        if at >= 0 and _OPEN_MARKER.fullmatch(self._pending[at:]) and len(self._pending) - at <= self.HOLD:
-            ready, self._pending = self._pending[:at], self._pending[at:]
-        else:
-            ready, self._pending = self._pending, ""
-        return expand_citations(ready, self._excerpts)
-
-    def flush(self) -> str:
-        """Whatever is still held back."""
-        tail, self._pending = self._pending, ""
-        return expand_citations(tail, self._excerpts)
-
-
-def finish_answer(answer: str, excerpts: Sequence[Excerpt], max_listed: int = 3) -> str:
-    """The answer as saved: markers expanded, trimmed, never empty, citing at least one source it was shown.
-
-    When the model cited none of the excerpts, their citations are appended as a ``Sources:`` line
-    (the best ``max_listed``), so every answer points at its evidence.
-    """
-    text = clean_answer(expand_citations(answer, excerpts)) or EMPTY_ANSWER
-    if excerpts and not cited_excerpts(text, excerpts):
-        text += "\n\nSources: " + ", ".join(e.citation for e in excerpts[:max_listed])
-    return text
-
-
-def clean_answer(answer: str) -> str:
-    """Trim what small models add around an answer: echoed ``Question:`` lines and repetition loops.
-
-    Lines starting with ``Question:`` are dropped, and the text is cut at the first line that
-    :class:`~fastrag.answering.generator.LoopGuard` calls a loop (greedy decoding of a small model can repeat
-    itself until ``max_new_tokens``). A code block left open is closed.
-    """
-    from fastrag.answering.generator import LoopGuard
-
-    guard = LoopGuard()
-    kept: list[str] = []
-    for line in answer.splitlines():
-        if line.strip().lower().startswith("question:"):
-            continue
-        if guard.line_is_loop(line):
-            break
-        kept.append(line.rstrip())
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
-    if text.count("```") % 2:  # cut inside a code block: close it
-        text += "\n```"
-    return text
-
-
-def cited_excerpts(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
-    """The excerpts an (expanded) answer cites, in the order shown."""
-    found = set(citations(answer))
-    return [e for e in excerpts if any((e.source.file_path, a, b) in found for a, b in e.shown)]

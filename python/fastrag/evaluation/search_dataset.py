@@ -6,19 +6,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from fastrag.config import DEFAULT_MODE
 from fastrag.evaluation.datasets import load_dataset, output_path, write_results
-from fastrag.retrieval.retriever import Hit, Retriever
-from fastrag.schemas import MinimalSearchResults, MinimalSource, StudentSearchResults
+from fastrag.retrieval.retriever import Retriever, hits_to_sources
+from fastrag.schemas import MinimalSearchResults, StudentSearchResults
 
 #: Questions per native batch call (progress is reported between batches).
 BATCH = 256
-
-
-def to_sources(hits: list[Hit]) -> list[MinimalSource]:
-    """Hits as the spec's sources."""
-    return [
-        MinimalSource(file_path=h.file_path, first_character_index=h.start, last_character_index=h.end) for h in hits
-    ]
 
 
 def search_dataset(
@@ -27,7 +21,7 @@ def search_dataset(
     save_directory: Path,
     index_dir: Path,
     progress: bool = True,
-    mode: str = "hybrid",
+    mode: str = DEFAULT_MODE,
 ) -> tuple[Path, int]:
     """Retrieve ``k`` spans for every question of ``dataset_path``; return the output path and count.
 
@@ -42,7 +36,7 @@ def search_dataset(
         for lo in range(0, len(questions), BATCH):
             batch = questions[lo : lo + BATCH]
             for q, hits in zip(batch, retriever.search_many([q.question for q in batch], k, mode)):
-                sources = to_sources(hits)
+                sources = hits_to_sources(hits)
                 results.append(
                     MinimalSearchResults(question_id=q.question_id, question=q.question, retrieved_sources=sources)
                 )

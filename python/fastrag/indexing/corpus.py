@@ -166,6 +166,17 @@ def read_indexed_text(path: Path, digest: str) -> str:
     return text
 
 
+def read_text(path: Path) -> str:
+    """The text of a corpus file as results address it: ``str`` offsets of the file decoded as UTF-8.
+
+    Every reader of spans (prompts, the server's snippets) reads files through here. Bytes that are not
+    UTF-8 (the file changed since it was indexed) become U+FFFD instead of failing; an indexed file is
+    valid UTF-8, so its text is exactly what :func:`decode` gave the chunker. :class:`OSError` when the
+    file cannot be read.
+    """
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
 def decode(data: bytes) -> str | None:
     """Decode a file's bytes as UTF-8, or ``None`` for binary or non-UTF-8 content.
 

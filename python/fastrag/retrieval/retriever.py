@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastrag import _core
-from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODELS_DIR
+from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, MODES
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import ChunkTable, LoadedIndex, load_index
 from fastrag.retrieval.fusion import rrf
@@ -17,6 +17,7 @@ from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
 from fastrag.retrieval.query import analyse
+from fastrag.schemas import MinimalSource
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -43,8 +44,6 @@ OVERLAP = 0.3
 #: inside it does not stand for that passage: a section layer of a heading and a line, or a
 #: one-line heading section, inside a 1,000-character chunk (see :func:`nested_first`).
 NESTED = 0.05
-#: The search modes: BM25 alone, vectors alone, or both fused.
-MODES = ("lexical", "vector", "hybrid")
 #: How deep each retriever's list goes into the fusion, and the weight of each list
 #: (measured on the public sets, see benches/RESULTS.md).
 FUSION_DEPTH = 50
@@ -86,12 +85,12 @@ class Retriever:
         """Load the live index of ``index_dir``."""
         return cls(load_index(index_dir), models_dir)
 
-    def search(self, query: str, k: int, mode: str = "hybrid", precision: bool | None = None) -> list[Hit]:
+    def search(self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None) -> list[Hit]:
         """The ``k`` best spans for ``query``; empty for a blank query or ``k <= 0``."""
         return self.search_many([query], k, mode, precision)[0]
 
     def search_many(
-        self, queries: Sequence[str], k: int, mode: str = "hybrid", precision: bool | None = None
+        self, queries: Sequence[str], k: int, mode: str = DEFAULT_MODE, precision: bool | None = None
     ) -> list[list[Hit]]:
         """:meth:`search` for many queries at once (batched: one native call, one model call).
 
@@ -187,6 +186,13 @@ class Retriever:
                 self._embedder = embedder
                 self._query_vectors = Combiner(embedder.embed_queries)
             return self._query_vectors
+
+
+def hits_to_sources(hits: Sequence[Hit]) -> list[MinimalSource]:
+    """Hits as the spec's sources (what results files and answers carry)."""
+    return [
+        MinimalSource(file_path=h.file_path, first_character_index=h.start, last_character_index=h.end) for h in hits
+    ]
 
 
 def clean_query(query: str) -> str:

@@ -10,26 +10,15 @@ expanded to ``[path:first-last]``.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastrag.answering.answer import block_similarity, prompt_for
-from fastrag.answering.generator import Generator, load_generator, model_name, resolve_model
-from fastrag.answering.prompt import (
-    DEFAULT_PROMPT_BUDGET,
-    EMPTY_ANSWER,
-    CitationStream,
-    Excerpt,
-    Similarity,
-    cited_excerpts,
-    clean_answer,
-    expand_citations,
-    finish_answer,
-)
+from fastrag.answering.answer import GeneratedAnswer, block_similarity, generate_answer, prompt_for
+from fastrag.answering.generator import Generator, load_generator
+from fastrag.answering.model_files import model_name, resolve_model
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Similarity
 from fastrag.errors import UserError
 from fastrag.schemas import MinimalSource
 from fastrag.server.errors import ApiError
@@ -37,22 +26,6 @@ from fastrag.server.texts import RootedSpanReader, SourceTexts
 
 #: Questions that may wait for the model at once; more get 503.
 MAX_PENDING = 8
-
-
-@dataclass(slots=True)
-class Answer:
-    """A generated answer: the saved form (``answer``), the model's text alone (``body``), what it cites."""
-
-    answer: str
-    body: str
-    excerpts: list[Excerpt] = field(default_factory=list)
-    prompt_tokens: int = 0
-    seconds: float = 0.0
-
-    @property
-    def cited(self) -> list[Excerpt]:
-        """The excerpts the answer cites (all of them when it cites none by itself)."""
-        return cited_excerpts(self.answer, self.excerpts) or self.excerpts
 
 
 class Answerer:
@@ -121,7 +94,7 @@ class Answerer:
         max_new_tokens: int,
         on_text: Callable[[str], None] | None = None,
     ) -> Future[Any]:
-        """Queue the answer to ``question`` from ``sources``; the future's result is an :class:`Answer`."""
+        """Queue the answer to ``question`` from ``sources``; the future's result is an :class:`~fastrag.answering.answer.GeneratedAnswer`."""
         return self._submit(lambda: self._generate(question, sources, max_new_tokens, on_text))
 
     def _generate(
@@ -130,29 +103,11 @@ class Answerer:
         sources: Sequence[MinimalSource],
         max_new_tokens: int,
         on_text: Callable[[str], None] | None,
-    ) -> Answer:
-        started = time.perf_counter()
+    ) -> GeneratedAnswer:
         generator = self._load()
         reader = RootedSpanReader(self.texts)
         prompt = prompt_for(generator, question, sources, DEFAULT_PROMPT_BUDGET, reader, self._similarity)
-        stream = CitationStream(prompt.excerpts)
-
-        def show(text: str) -> None:
-            piece = stream.feed(text)
-            if piece and on_text is not None:
-                on_text(piece)
-
-        raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
-        tail = stream.flush()
-        if tail and on_text is not None:
-            on_text(tail)
-        return Answer(
-            answer=finish_answer(raw, prompt.excerpts),
-            body=clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER,
-            excerpts=prompt.excerpts,
-            prompt_tokens=prompt.tokens,
-            seconds=time.perf_counter() - started,
-        )
+        return generate_answer(generator, prompt, max_new_tokens, on_text)
 
     def close(self) -> None:
         """Stop taking questions; the one being generated finishes."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fastrag.answering.prompt import SpanReader
 from fastrag.errors import UserError
+from fastrag.indexing.corpus import read_text
 from fastrag.server.cache import LruCache
 
 #: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
@@ -34,7 +35,7 @@ class FileText:
 
 
 class SourceTexts:
-    """Reads indexed files under ``root`` (``Path.read_bytes().decode('utf-8', 'replace')``, as the prompt does)."""
+    """Reads indexed files under ``root`` (:func:`~fastrag.indexing.corpus.read_text`, as the prompt does)."""
 
     def __init__(self, root: Path, max_chars: int = MAX_CACHED_CHARS) -> None:
         self.root = root
@@ -45,10 +46,9 @@ class SourceTexts:
         found = self._cache.get(file_path)
         if found is None:
             try:
-                data = (self.root / file_path).read_bytes()
+                found = FileText(read_text(self.root / file_path))
             except OSError:
                 return None
-            found = FileText(data.decode("utf-8", errors="replace"))
             self._cache.put(file_path, found)
         return found
 

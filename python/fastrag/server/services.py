@@ -1,0 +1,36 @@
+"""What the routes work with: the live index, file texts, cached results, the model, the path rules."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+
+from fastrag.server.answers import Answerer
+from fastrag.server.live import LiveIndex
+from fastrag.server.results import SearchResults
+from fastrag.server.safety import Confinement
+from fastrag.server.texts import SourceTexts
+
+
+@dataclass
+class Services:
+    """The state of one application; kept on ``app.state.fastrag`` (tests look at it)."""
+
+    root: Path
+    index_dir: Path
+    models_dir: Path
+    confinement: Confinement
+    live: LiveIndex
+    texts: SourceTexts
+    results: SearchResults
+    answerer: Answerer
+    building: threading.Lock
+
+
+def services(request: Request) -> Services:
+    """The FastAPI dependency giving a route its application's :class:`Services`."""
+    found: Services = request.app.state.fastrag
+    return found
