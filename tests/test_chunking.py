@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import fastrag._core
 from fastrag.indexing.chunking import Chunk, chunk_file, chunk_markdown, chunk_plain, chunk_python
-from fastrag.indexing.chunking.text import markdown_layers, markdown_sections, table_windows
+from fastrag.indexing.chunking.layers import markdown_layers, table_windows
+from fastrag.indexing.chunking.markdown import markdown_sections
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "raw" / "vllm-0.10.1"
 SIZES = (50, 300, 2000)

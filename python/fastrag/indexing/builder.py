@@ -31,7 +31,7 @@ from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, T
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
-from fastrag.indexing.chunking.text import markdown_layers
+from fastrag.indexing.chunking.layers import markdown_layers
 from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.indexing.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.indexing.storage import write_json_atomic
@@ -307,7 +307,7 @@ def primary_chunks(chunks: list[Chunk]) -> list[int]:
     the Markdown layers.
 
     Primary chunks and bridges come first, sorted by ``(start, end)``, and a bridge always starts
-    inside the chunk before it; the layers (:func:`fastrag.indexing.chunking.text.markdown_layers`) follow,
+    inside the chunk before it; the layers (:func:`fastrag.indexing.chunking.layers.markdown_layers`) follow,
     all starting before the end of the last primary chunk. Keeping every chunk that starts at or
     after the end of the last kept one therefore drops exactly the bridges and the layers.
     """

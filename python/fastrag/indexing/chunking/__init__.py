@@ -9,7 +9,7 @@ they can run in worker processes.
 * ``.py`` / ``.pyi``: :func:`chunk_python` (``ast`` statements, see
   :mod:`fastrag.indexing.chunking.python`);
 * ``.md`` / ``.markdown`` / ``.rst``: :func:`chunk_markdown` (heading tree, see
-  :mod:`fastrag.indexing.chunking.text`);
+  :mod:`fastrag.indexing.chunking.markdown`);
 * anything else: :func:`chunk_plain` (paragraphs, lines, words, slices).
 """
 
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 
+from fastrag.indexing.chunking.markdown import chunk_markdown
+from fastrag.indexing.chunking.packer import Chunk, chunk_plain
 from fastrag.indexing.chunking.python import chunk_python
-from fastrag.indexing.chunking.text import Chunk, chunk_markdown, chunk_plain
 
 __all__ = ["Chunk", "chunk_file", "chunk_markdown", "chunk_plain", "chunk_python"]
 

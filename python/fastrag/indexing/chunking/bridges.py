@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from fastrag.indexing.chunking.text import Chunk
+from fastrag.indexing.chunking.packer import Chunk
 
 
 def with_bridges(text: str, chunks: list[Chunk], max_chunk_size: int) -> list[Chunk]:

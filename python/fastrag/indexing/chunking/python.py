@@ -27,7 +27,7 @@ import warnings
 from itertools import pairwise
 
 import fastrag._core
-from fastrag.indexing.chunking.text import PARAGRAPHS, Chunk, Packer, Piece, chunk_plain, resolve_target
+from fastrag.indexing.chunking.packer import PARAGRAPHS, Chunk, Packer, Piece, chunk_plain, resolve_target
 
 __all__ = ["chunk_python"]
 
