@@ -20,10 +20,11 @@ from typing import Any
 from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
 from report import BENCH_DIR, header, loadavg, publish, say
 
+from fastrag.config import MODES
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.retriever import MODES, Retriever, hits_to_sources
+from fastrag.retrieval.retriever import Retriever, hits_to_sources
 from fastrag.schemas import MinimalSearchResults
 
 SECTION = "## Recall@k by search mode"

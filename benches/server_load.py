@@ -41,6 +41,8 @@ from urllib.parse import urlencode, urlsplit
 
 from peers import replace_section
 
+from fastrag.config import DEFAULT_MODE, MODES
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benches/RESULTS.md"
 SECTION = "## HTTP server load"
@@ -229,7 +231,8 @@ def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: st
         (
             "Cold requests are 200 public questions × k ∈ {10, 9, 8, 7, 6}: 1000 distinct cache keys. "
             "The live index has no vectors, so its `hybrid` is BM25 alone; the vector index embeds every query "
-            "(all-MiniLM-L6-v2 int8; the queries of concurrent searches are embedded together by `fastrag.retrieval.batching`, "
+            "(all-MiniLM-L6-v2 int8; the queries of concurrent searches are embedded together by "
+            "`fastrag.retrieval.batching`, "
             'one static-shape call per query width, see "Query embedding widths"), then fuses.'
         ),
     ]
@@ -241,7 +244,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--mode", default="hybrid", choices=("lexical", "vector", "hybrid"))
+    parser.add_argument("--mode", default=DEFAULT_MODE, choices=MODES)
     parser.add_argument("--index-dir", type=Path, default=ROOT / "data/processed")
     parser.add_argument("--no-vectors", action="store_true", help="skip the index with vectors")
     parser.add_argument("--no-write", action="store_true", help=f"do not update {RESULTS.relative_to(ROOT)}")

@@ -451,7 +451,8 @@ def model_table(bench: Bench, rounds: int) -> list[str]:
     finally:
         shutil.rmtree(cache)
     header = (
-        "| model load (fresh process), median | import fastrag.indexing.embed s | resolve, import OpenVINO, compile s (CPU s) "
+        "| model load (fresh process), median | import fastrag.indexing.embed s "
+        "| resolve, import OpenVINO, compile s (CPU s) "
         "| 100 questions, first s (CPU s) | next 100 questions s |"
     )
     lines = [f"Load average before: {_load()}.", "", header, "|---|---|---|---|---|"]

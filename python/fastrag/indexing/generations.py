@@ -160,7 +160,8 @@ class LoadedIndex:
 
     @property
     def embed_model(self) -> str:
-        """Fingerprint of the model that made the vectors (:func:`fastrag.indexing.embed.model_fingerprint`), else ``""``."""
+        """Fingerprint of the model that made the vectors (:func:`~fastrag.indexing.embed.model_fingerprint`),
+        else ``""``."""
         return str(self.manifest.get("embed_model") or "")
 
     @property

@@ -94,7 +94,8 @@ class Answerer:
         max_new_tokens: int,
         on_text: Callable[[str], None] | None = None,
     ) -> Future[Any]:
-        """Queue the answer to ``question`` from ``sources``; the future's result is an :class:`~fastrag.answering.answer.GeneratedAnswer`."""
+        """Queue the answer to ``question`` from ``sources``; the future's result is a
+        :class:`~fastrag.answering.answer.GeneratedAnswer`."""
         return self._submit(lambda: self._generate(question, sources, max_new_tokens, on_text))
 
     def _generate(

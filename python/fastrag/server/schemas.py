@@ -86,7 +86,8 @@ class ApiRequest(BaseModel):
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> Self:
-        """The request of ``raw`` parameters, each checked by :func:`_check` (a :class:`UsageError` names the first bad one).
+        """The request of ``raw`` parameters, each checked by :func:`_check` (a :class:`UsageError` names
+        the first bad one).
 
         Those checks cover every constraint of the fields, so pydantic's own validation is not run again:
         its ``str`` refuses lone surrogates, which JSON may spell and search answers like any other text.
