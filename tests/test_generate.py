@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import SAMPLE_FILES, write_repo
+from fastrag import _core
 from fastrag.answering.answer import block_similarity
 from fastrag.answering.citations import CitationStream, citations, cited_excerpts, expand_citations, finish_answer
 from fastrag.answering.cleanup import LoopGuard, ThinkFilter, answer_loops, clean_answer, strip_think
@@ -23,6 +24,7 @@ from fastrag.answering.model_files import ModelSpec, export_dir, resolve_model, 
 from fastrag.answering.prompt import (
     EMPTY_ANSWER,
     GAP,
+    IGNORED_TERMS,
     Excerpt,
     Source,
     SpanReader,
@@ -368,10 +370,14 @@ def test_block_similarity_uses_the_offline_embedding_model(tmp_path: Path, monke
     assert block_similarity(tmp_path / "models") is None  # no model: prompts by the question's words alone
 
 
-def test_terms_split_identifiers() -> None:
+def test_terms_are_the_index_tokens() -> None:
     found = terms("How does load_lora_adapter use SamplingParams in vLLM?")
-    assert {"load_lora_adapter", "lora", "adapter", "sampling", "param", "samplingparams"} <= set(found)
-    assert "vllm" not in found and "how" not in found
+    assert {"load_lora_adapter", "lora", "adapt", "sampl", "param", "samplingparam"} <= set(found)
+    assert "how" not in found and "does" not in found and "in" not in found
+    assert found == [
+        t for t in _core.tokenize("How does load_lora_adapter use SamplingParams in vLLM?") if t not in IGNORED_TERMS
+    ]
+    assert "vllm" in IGNORED_TERMS and "vllm" not in found
 
 
 # ----------------------------------------------------------------------------- citations

@@ -52,7 +52,7 @@ ANSWER_FILE = "answer.json"
 #: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``).
 DEFAULT_BATCH_SIZE = 64
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 3
+PROMPT_VERSION = 4
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
 #: (32 lost a code question; benches/RESULTS.md "Answers").

@@ -7,8 +7,8 @@ non-blank lines, at most :data:`BLOCK_LINES` lines), scored by the question's te
 (weighted by how rare they are among the candidate blocks), scaled up by how close its meaning is to
 the question's when the caller passes a :data:`Similarity` (an embedding model), and weighted by the
 rank of its span. Sources are shown numbered (``[1] short/path.md``); the model cites the numbers, and
-:func:`~fastrag.answering.citations.expand_citations` turns them into ``[path:first-last]`` of exactly the characters shown (one per
-shown range).
+:func:`~fastrag.answering.citations.expand_citations` turns them into ``[path:first-last]`` of exactly
+the characters shown (one per shown range).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_text
 
@@ -64,13 +65,11 @@ Renderer = Callable[[Sequence[dict[str, str]]], str]
 #: Cosine similarity of the question (first argument) to each text (one batched call), in [-1, 1].
 Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 
-_IDENT = re.compile(r"[A-Za-z0-9_]+")
+#: Tokens that carry no evidence: the corpus's name (``vLLM``, in nearly every span), as the core spells it.
+#: Measured (benches/answer_bench.py c3): keeping them lost 7 docs key lines of 84.
+IGNORED_TERMS = frozenset(_core.tokenize("vLLM"))
+
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.*)$", re.MULTILINE)
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_STOPWORDS = """a an and are as at be by can do does for from has have how i if in into is it its of on or that the
-their them there these this to used using uses use was what when where which while who why will with you your vllm"""
-#: Words that carry no evidence (``vllm`` is in every span of the corpus).
-STOPWORDS = frozenset(_STOPWORDS.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,29 +125,20 @@ def cite(file_path: str, start: int, end: int) -> str:
 # ----------------------------------------------------------------------------- terms
 
 
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
 def terms(text: str) -> list[str]:
-    """Lower-case content terms of ``text``: identifiers split at ``_`` and case changes, light stemming.
+    """Content terms of ``text``: the index's own tokens (:func:`fastrag._core.tokenize`).
 
-    A whole identifier is kept beside its parts (``load_lora_adapter`` gives ``load_lora_adapter``,
-    ``load``, ``lora``, ``adapter``), so an exact identifier match counts more than scattered words.
+    Every identifier whole and split into its parts (``load_lora_adapter`` gives ``load_lora_adapter``,
+    ``load``, ``lora``, ``adapt``), lower-cased, stopwords dropped, words stemmed (Snowball English), so
+    an exact identifier match counts more than scattered words and the prompt weighs a question's words
+    as retrieval does. The tokens of :data:`IGNORED_TERMS` are left out.
     """
-    out: list[str] = []
-    for raw in _IDENT.findall(text):
-        if raw.lower() in STOPWORDS:
-            continue
-        parts = [p.lower() for piece in raw.split("_") for p in _CAMEL.findall(piece)]
-        out.extend(_stem(p) for p in parts if p not in STOPWORDS and (len(p) > 1 or p.isdigit()))
-        if len(parts) > 1:
-            out.append(raw.lower())
-    return out
+    return [t for t in _core.tokenize(text) if t not in IGNORED_TERMS]
+
+
+def _terms_batch(texts: list[str]) -> list[list[str]]:
+    """:func:`terms` of many texts in one native call."""
+    return [[t for t in row if t not in IGNORED_TERMS] for row in _core.tokenize_batch(texts)]
 
 
 # ----------------------------------------------------------------------------- reading spans
@@ -293,8 +283,9 @@ def _score(question: str, pool: list[_Block], reader: SpanReader, similarity: Si
     """
     wanted = set(terms(question))
     headings = [_heading(reader, b) for b in pool]
-    found = [set(terms(b.text)) & wanted for b in pool]
-    headed = [(set(terms(h)) & wanted) - f for h, f in zip(headings, found)]
+    tokens = _terms_batch([b.text for b in pool] + headings)
+    found = [set(t) & wanted for t in tokens[: len(pool)]]
+    headed = [(set(t) & wanted) - f for t, f in zip(tokens[len(pool) :], found)]
     df = Counter(t for ts in found for t in ts)
     n = len(pool)
 
