@@ -38,11 +38,12 @@ impl Bm25Index {
         let postings = postings(&blocks, vocab.len(), &doc_lens, avgdl, params)?;
         let built = Self::assemble(params, tokenizer, vocab, postings, doc_lens);
         // memory freed by the build's own buffers came back already written: see `crate::memory`
-        collapse_huge_pages(&built.doc_ids);
-        collapse_huge_pages(&built.contrib);
-        collapse_huge_pages(&built.ranges.cells);
-        collapse_huge_pages(&built.ranges.maxima);
-        collapse_huge_pages(&built.term_ids.slots);
+        // (advice: a refusal leaves the arrays as they are, only slower to search)
+        let _ = collapse_huge_pages(&built.doc_ids);
+        let _ = collapse_huge_pages(&built.contrib);
+        let _ = collapse_huge_pages(&built.ranges.cells);
+        let _ = collapse_huge_pages(&built.ranges.maxima);
+        let _ = collapse_huge_pages(&built.term_ids.slots);
         Ok(built)
     }
 }
