@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from peers import replace_section
+from common import replace_section
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benches/RESULTS.md"
