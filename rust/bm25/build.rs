@@ -71,9 +71,9 @@ pub(super) struct Postings {
 /// The blocks are cut into one contiguous group per thread, and each group writes its own
 /// postings in parallel: within term `t`, group `g`'s postings go after those of the groups
 /// before it (its own cursor per term), so the arrays come out exactly as a sequential pass
-/// would write them. The cursors cost 4 bytes per term and thread. On the vLLM corpus
-/// replicated 8× (20 M postings, 252 k terms) the sequential scatter took 0.25–0.58 s of a
-/// 3.2–3.6 s build on 2 threads, its largest single-threaded step.
+/// would write them. The cursors cost 4 bytes per term and thread. Sequential, the scatter
+/// was the build's largest single-threaded step (build times by corpus size: `benches/RESULTS.md`,
+/// "Scaling with corpus size").
 fn postings(
     blocks: &[Block],
     n_terms: usize,

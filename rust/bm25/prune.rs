@@ -329,16 +329,15 @@ impl Bm25Index {
 pub(super) const SHIFT: u32 = 4;
 /// Documents per range.
 pub(super) const WIDTH: usize = 1 << SHIFT;
-/// Cost of one query term in one range checked or scored one by one, in postings of the exhaustive
-/// scan (measured on the vLLM corpus: ~7 ns against ~0.55 ns).
+/// Cost of one query term in one range checked or scored one by one, in postings of the
+/// exhaustive scan (a ratio measured on the vLLM corpus: `docs/history.md`, "Constants of the
+/// pruned search").
 const RANGE_COST: usize = 12;
 /// Ranges checked, and their memory fetched, before they are scored.
 const BATCH: usize = 16;
 /// Terms in at least `ranges / ROW_MIN_DF_DIVISOR` documents get a row of range bounds
-/// ([`RangeMax`]). Measured on the vLLM corpus with `benches/peers.py` (p50 per query from
-/// cold caches, divisors run alternately, three rounds): 1 → 29-30 µs, 2 → 21-22 µs,
-/// 3 → 19-21 µs, 4 → 18-20 µs, 6 → 18-20 µs, 8 → 18-19 µs; 4 is the smallest that reaches
-/// the plateau (rows: 205, 416, 754 and 1298 for divisors 1, 2, 4 and 8).
+/// ([`RangeMax`]): the smallest divisor whose query latency reached the plateau of larger ones
+/// (measured with `benches/peers.py`: `docs/history.md`, "Constants of the pruned search").
 const ROW_MIN_DF_DIVISOR: usize = 4;
 /// No run.
 pub(super) const NONE: u32 = u32::MAX;
@@ -356,8 +355,9 @@ pub(super) struct Pruning {
 }
 
 impl Pruning {
-    /// Measured on the vLLM corpus: 4 to 32 seed ranges perform alike at k = 10 with warm
-    /// caches; from cold memory (between interpreter calls) 6 is 5 % faster than 16.
+    /// 4 to 32 seed ranges perform alike at k = 10 with warm caches; from cold memory (between
+    /// interpreter calls) 6 was the fastest measured (`docs/history.md`, "Constants of the
+    /// pruned search").
     pub(super) const DEFAULT: Self = Self {
         fallback: true,
         seed: 6,
@@ -370,8 +370,7 @@ impl Pruning {
 /// Only terms in at least a quarter as many documents as there are ranges get a row (their
 /// postings touch many ranges, so a dense row is cheaper than reading them); the others'
 /// bounds are computed from their postings at query time. A row costs 9 bytes a range, at
-/// most 36 bytes per posting of the terms that have one (13.5 MB for the 754 rows of the vLLM
-/// corpus: 31,772 chunks, 1,986 ranges, 2.5 M postings). See [`ROW_MIN_DF_DIVISOR`].
+/// most 36 bytes per posting of the terms that have one. See [`ROW_MIN_DF_DIVISOR`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RangeMax {
     pub(super) n_ranges: usize,

@@ -51,7 +51,7 @@ impl Vocab {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct TermTable {
     /// `hash >> 32 << 32 | (term id + 1)`, or 0 for an empty slot; a power-of-two length over
-    /// 1.5 times the number of terms (1 MB for the vLLM corpus), probed linearly from
+    /// 1.5 times the number of terms (8 bytes a slot), probed linearly from
     /// `hash & (len - 1)`.
     pub(super) slots: Vec<u64>,
 }
