@@ -36,7 +36,7 @@ $(CORE_SO): $(RUST_SRC)
 	$(UV) sync --frozen --inexact --reinstall-package fastrag
 	@touch $@
 
-dev:  ## debug build of the Rust core into the venv (maturin develop, ~4x faster to build than release): quick edit-test cycles; `make install` restores the release build
+dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles; `uv sync --reinstall-package fastrag` restores the release build
 	$(RUN) maturin develop --uv --profile dev
 
 data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
