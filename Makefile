@@ -15,7 +15,7 @@ UV  := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --no-sync
 PY  := $(RUN) python
 
-.PHONY: help install data index run search evaluate test test-py test-rust bench lint format debug clean fclean answer
+.PHONY: help install dev data index run search evaluate test test-py test-rust bench lint format debug clean fclean answer
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,6 +26,18 @@ install:  ## install uv if missing, then the package (release build of the Rust 
 	@# the package itself is an editable source tree: compile it too, so that a process never
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
+
+# The extension as `make install` builds it (release); `make test` and `make lint` rebuild it when a
+# Rust source is newer than it, so they never run a stale core after a Rust edit.
+CORE_SO  := python/fastrag/_core.abi3.so
+RUST_SRC := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock
+
+$(CORE_SO): $(RUST_SRC)
+	$(UV) sync --frozen --inexact --reinstall-package fastrag
+	@touch $@
+
+dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles; `uv sync --reinstall-package fastrag` restores the release build
+	$(RUN) maturin develop --uv --profile dev
 
 data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
 	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
@@ -50,7 +62,7 @@ run: install data index  ## the main job: index vLLM, search both public sets, e
 answer:  ## answer the public docs questions from their search results with SmolLM2 (offline model)
 	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json --model smollm2
 
-test: data  ## the whole suite: Rust unit tests, then pytest
+test: data $(CORE_SO)  ## the whole suite: Rust unit tests, then pytest (rebuilds the extension first if a Rust source changed)
 	cargo test --quiet
 	$(RUN) pytest -q
 
@@ -68,12 +80,13 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(BENCH_STEP) plots -- $(PY) benches/plots.py
 	$(PY) benches/report.py finish
 
-lint:  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
+lint: $(CORE_SO)  ## ruff, flake8, mypy (the exercise's flags), stubtest of _core.pyi against the extension, cargo fmt --check, cargo clippy
 	$(RUN) ruff check python tests benches
 	$(RUN) flake8 .
 	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
 	$(RUN) mypy --strict python/fastrag
 	$(RUN) mypy benches/conftest.py  # a second conftest.py: checked on its own
+	$(RUN) python -m mypy.stubtest fastrag._core
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 

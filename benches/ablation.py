@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from peers import replace_section
+from common import replace_section
 
 from fastrag import _core
 from fastrag.evaluation.datasets import ground_truth, load_dataset

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, CpuMeter, machine, replace_section
+from common import CORPUS, DISPLAY_ROOT, RESULTS, CpuMeter, machine, replace_section
 
 from fastrag.indexing.builder import IndexParams, build_index
 

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
+from common import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS
 from report import BENCH_DIR, header, loadavg, publish, say
 
 from fastrag.config import MODES

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common import ROOT
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from peers import ROOT
 from report import load_figures, say
 
 OUT_DIR = ROOT / "benches"

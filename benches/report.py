@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peers import RESULTS, ROOT, machine, replace_section
+from common import RESULTS, ROOT, machine, replace_section
 
 from fastrag.indexing.storage import write_json_atomic
 

@@ -46,7 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile
+from common import CORPUS, RESULTS, ROOT, SETS, CpuMeter, percentile
 from report import (
     BENCH_DIR,
     dir_bytes,

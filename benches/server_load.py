@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from peers import replace_section
+from common import replace_section
 
 from fastrag.config import DEFAULT_MODE, MODES
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peers import DISPLAY_ROOT, ROOT, SETS
+from common import DISPLAY_ROOT, ROOT, SETS
 
 from conftest import BenchLog  # type: ignore[attr-defined]  # benches/conftest.py, not tests/
 from fastrag.evaluation.datasets import load_dataset

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peers import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus
+from common import CORPUS, DISPLAY_ROOT, RESULTS, ROOT, SETS, CpuMeter, lexical_params, read_corpus
 from report import header, loadavg, publish, run_measured, say
 
 from fastrag import _core

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from peers import machine, replace_section  # benches/ is on sys.path when this script runs
+from common import machine, replace_section  # benches/ is on sys.path when this script runs
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate, question_recall

@@ -2,7 +2,9 @@
 //!
 //! Bindings only: convert arguments, release the GIL around real work, map errors.
 //! Bad argument values raise `ValueError`, I/O failures `OSError`, unusable index files
-//! `IndexFormatError` (a `ValueError`).
+//! `IndexFormatError` (a `ValueError`). The defaults of every keyword argument are the core's
+//! own ([`Bm25Params::DEFAULT`], [`TokenizerConfig::DEFAULT`]), exported as the module's
+//! `DEFAULT_*` constants so that Python reads them instead of restating them.
 
 pub mod bm25;
 pub mod memory;
@@ -85,7 +87,13 @@ fn tokenizer_config(
 
 /// Tokens of `text`: identifiers whole and split into parts, lowercased.
 #[pyfunction]
-#[pyo3(signature = (text, stopwords = true, min_len = 2, parts = true, stem = true))]
+#[pyo3(signature = (
+    text,
+    stopwords = TokenizerConfig::DEFAULT.stopwords,
+    min_len = TokenizerConfig::DEFAULT.min_len as i64,
+    parts = TokenizerConfig::DEFAULT.parts,
+    stem = TokenizerConfig::DEFAULT.stem,
+))]
 fn tokenize(
     py: Python<'_>,
     text: &str,
@@ -100,7 +108,13 @@ fn tokenize(
 
 /// [`tokenize`] of every text, on all rayon threads.
 #[pyfunction]
-#[pyo3(signature = (texts, stopwords = true, min_len = 2, parts = true, stem = true))]
+#[pyo3(signature = (
+    texts,
+    stopwords = TokenizerConfig::DEFAULT.stopwords,
+    min_len = TokenizerConfig::DEFAULT.min_len as i64,
+    parts = TokenizerConfig::DEFAULT.parts,
+    stem = TokenizerConfig::DEFAULT.stem,
+))]
 fn tokenize_batch(
     py: Python<'_>,
     texts: Vec<PyBackedStr>,
@@ -139,7 +153,15 @@ fn unzip(hits: Vec<(u32, f32)>) -> (Vec<u32>, Vec<f32>) {
 impl Bm25Index {
     /// Tokenizes `docs` on all threads and builds the index.
     #[staticmethod]
-    #[pyo3(signature = (docs, k1 = 1.2, b = 0.75, stopwords = true, min_len = 2, parts = true, stem = true))]
+    #[pyo3(signature = (
+        docs,
+        k1 = Bm25Params::DEFAULT.k1,
+        b = Bm25Params::DEFAULT.b,
+        stopwords = TokenizerConfig::DEFAULT.stopwords,
+        min_len = TokenizerConfig::DEFAULT.min_len as i64,
+        parts = TokenizerConfig::DEFAULT.parts,
+        stem = TokenizerConfig::DEFAULT.stem,
+    ))]
     #[allow(clippy::too_many_arguments)] // one per Python keyword argument
     fn build(
         py: Python<'_>,
@@ -350,6 +372,13 @@ impl Bm25Index {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("IndexFormatError", m.py().get_type::<IndexFormatError>())?;
+    let (p, t) = (Bm25Params::DEFAULT, TokenizerConfig::DEFAULT);
+    m.add("DEFAULT_K1", p.k1)?;
+    m.add("DEFAULT_B", p.b)?;
+    m.add("DEFAULT_STOPWORDS", t.stopwords)?;
+    m.add("DEFAULT_MIN_LEN", t.min_len)?;
+    m.add("DEFAULT_PARTS", t.parts)?;
+    m.add("DEFAULT_STEM", t.stem)?;
     m.add_function(wrap_pyfunction!(line_starts, m)?)?;
     m.add_function(wrap_pyfunction!(bytes_to_chars, m)?)?;
     m.add_function(wrap_pyfunction!(chars_to_bytes, m)?)?;

@@ -41,13 +41,19 @@ pub struct TokenizerConfig {
 
 impl Default for TokenizerConfig {
     fn default() -> Self {
-        Self {
-            stopwords: true,
-            min_len: 2,
-            parts: true,
-            stem: true,
-        }
+        Self::DEFAULT
     }
+}
+
+impl TokenizerConfig {
+    /// fastrag's defaults, exported to Python as `fastrag._core.DEFAULT_STOPWORDS`,
+    /// `DEFAULT_MIN_LEN`, `DEFAULT_PARTS` and `DEFAULT_STEM`.
+    pub const DEFAULT: Self = Self {
+        stopwords: true,
+        min_len: 2,
+        parts: true,
+        stem: true,
+    };
 }
 
 /// English function words dropped when [`TokenizerConfig::stopwords`] is set; sorted, lowercase.

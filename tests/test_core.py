@@ -156,6 +156,33 @@ def naive_bm25(docs: list[str], query: str, k1: float, b: float) -> list[float]:
     return scores
 
 
+def test_keyword_defaults_are_the_exported_constants(index: Bm25Index) -> None:
+    """The defaults are written once, in the core: its keyword defaults are its ``DEFAULT_*``
+    constants, and the configuration Python indexes with reads the same values."""
+    from fastrag import config
+
+    defaults = (
+        _core.DEFAULT_K1,
+        _core.DEFAULT_B,
+        _core.DEFAULT_STOPWORDS,
+        _core.DEFAULT_MIN_LEN,
+        _core.DEFAULT_PARTS,
+        _core.DEFAULT_STEM,
+    )
+    assert defaults == (1.2, 0.75, True, 2, True, True)
+    assert (index.k1, index.b, index.stopwords, index.min_len, index.parts, index.stem) == defaults
+    text = "What is the fp8 KV cache? load_lora_adapter supports architectures"
+    tokens = _core.tokenize(text, stopwords=True, min_len=2, parts=True, stem=True)
+    assert _core.tokenize(text) == tokens
+    assert _core.tokenize_batch([text]) == [tokens]
+    # each default matters: changing it changes the tokens
+    assert _core.tokenize(text, stopwords=False) != tokens
+    assert _core.tokenize(text, min_len=1) != tokens
+    assert _core.tokenize(text, parts=False) != tokens
+    assert _core.tokenize(text, stem=False) != tokens
+    assert (config.BM25_K1, config.BM25_B) == (_core.DEFAULT_K1, _core.DEFAULT_B)
+
+
 def test_index_properties(index: Bm25Index) -> None:
     assert index.num_docs == len(DOCS)
     assert index.num_terms > 20

@@ -6,7 +6,7 @@
 //! step with the `pub mod` lines of `rust/lib.rs`; dependency versions come from the same
 //! `Cargo.lock` entries (see `Cargo.toml`).
 
-#[path = "../../rust/bm25.rs"]
+#[path = "../../rust/bm25/mod.rs"]
 pub mod bm25;
 #[path = "../../rust/memory.rs"]
 pub mod memory;

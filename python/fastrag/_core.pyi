@@ -2,13 +2,46 @@
 
 Every function that does real work releases the GIL. Bad argument values raise
 ``ValueError``; I/O failures ``OSError``; unusable index files :class:`IndexFormatError`.
+The keyword defaults are the core's own, exported as the ``DEFAULT_*`` constants below (they
+are written once, in the Rust source).
 """
 
 import os
 from collections.abc import Sequence
-from typing import final
+from typing import Final, final
+
+__all__ = [
+    "DEFAULT_B",
+    "DEFAULT_K1",
+    "DEFAULT_MIN_LEN",
+    "DEFAULT_PARTS",
+    "DEFAULT_STEM",
+    "DEFAULT_STOPWORDS",
+    "Bm25Index",
+    "IndexFormatError",
+    "__version__",
+    "bytes_to_chars",
+    "chars_to_bytes",
+    "line_starts",
+    "tokenize",
+    "tokenize_batch",
+    "validate_spans",
+]
 
 __version__: str
+
+#: BM25 term-frequency saturation ``k1`` of :meth:`Bm25Index.build`.
+DEFAULT_K1: Final[float]
+#: BM25 document-length normalisation ``b`` of :meth:`Bm25Index.build`.
+DEFAULT_B: Final[float]
+#: Whether English stopwords are dropped.
+DEFAULT_STOPWORDS: Final[bool]
+#: Shortest token kept, in characters.
+DEFAULT_MIN_LEN: Final[int]
+#: Whether the parts of multi-part identifiers are emitted besides the whole identifier.
+DEFAULT_PARTS: Final[bool]
+#: Whether alphabetic words are stemmed (Snowball English).
+DEFAULT_STEM: Final[bool]
 
 class IndexFormatError(ValueError):
     """An index file is missing parts, corrupt, or written by an incompatible version."""
@@ -26,13 +59,13 @@ def validate_spans(length: int, spans: Sequence[tuple[int, int]], max_chunk_size
     """Raise ``ValueError`` unless every ``(first, last)`` lies in ``[0, length]`` and holds
     1..=``max_chunk_size`` characters."""
 
-def tokenize(text: str, stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True) -> list[str]:
+def tokenize(text: str, stopwords: bool = ..., min_len: int = ..., parts: bool = ..., stem: bool = ...) -> list[str]:
     """Lowercased tokens of ``text``: every identifier whole and, if it has several parts
     (``_``, camelCase, letter/digit boundaries), each part; short tokens and stopwords dropped;
     alphabetic words stemmed (Snowball English) when ``stem``."""
 
 def tokenize_batch(
-    texts: Sequence[str], stopwords: bool = True, min_len: int = 2, parts: bool = True, stem: bool = True
+    texts: Sequence[str], stopwords: bool = ..., min_len: int = ..., parts: bool = ..., stem: bool = ...
 ) -> list[list[str]]:
     """:func:`tokenize` of every text, across threads."""
 
@@ -43,12 +76,12 @@ class Bm25Index:
     @staticmethod
     def build(
         docs: Sequence[str],
-        k1: float = 1.2,
-        b: float = 0.75,
-        stopwords: bool = True,
-        min_len: int = 2,
-        parts: bool = True,
-        stem: bool = True,
+        k1: float = ...,
+        b: float = ...,
+        stopwords: bool = ...,
+        min_len: int = ...,
+        parts: bool = ...,
+        stem: bool = ...,
     ) -> Bm25Index:
         """Tokenize ``docs`` across threads and build the index."""
 

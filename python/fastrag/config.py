@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
+from fastrag import _core
+
 #: Corpus indexed when no ``--repo_path`` is given.
 DEFAULT_REPO_PATH = Path("data/raw/vllm-0.10.1")
 #: Where the index generations live.
@@ -28,9 +30,9 @@ DEFAULT_MODE: SearchMode = "hybrid"
 DEFAULT_MAX_NEW_TOKENS = 80
 MAX_NEW_TOKENS = 1024
 
-#: BM25 parameters (measured on the public sets, see benches/RESULTS.md).
-BM25_K1 = 1.2
-BM25_B = 0.75
+#: BM25 parameters: the core's defaults (standard BM25; pooled cross-validation keeps them, see benches/RESULTS.md).
+BM25_K1 = _core.DEFAULT_K1
+BM25_B = _core.DEFAULT_B
 #: Size the chunkers pack pieces up to (≤ max_chunk_size); chosen by measured recall.
 CHUNK_TARGET_SIZE = 2000
 #: Largest run of Markdown table rows indexed as one extra chunk (table windows, see
