@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from fastrag import _core
-from fastrag.indexing.generations import ChunkTable, load_index
 from fastrag.indexing.builder import FileRecord, IndexParams, _indexed_texts
+from fastrag.indexing.generations import ChunkTable, load_index
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"
