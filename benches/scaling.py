@@ -266,7 +266,7 @@ def prepare_inputs(corpus: Path, index_dir: Path, inputs: Path) -> list[int]:
         mine = [r for r in records if r.rel_path.startswith(f"copy{copy}/")]
         if not mine:
             break
-        texts = list(_indexed_texts(corpus, mine))
+        texts = _indexed_texts(corpus, mine)[0]
         tokens = _core.tokenize_batch(texts, **tok_cfg)
         for i, toks in enumerate(tokens):
             if len(toks) != bm25.doc_len(doc + i):

@@ -31,9 +31,15 @@ from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, T
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
-from fastrag.indexing.chunking.layers import markdown_layers
+from fastrag.indexing.chunking.layers import heading_lines, markdown_layers
 from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
-from fastrag.indexing.generations import FORMAT_VERSION, current_generation, publish
+from fastrag.indexing.generations import (
+    FORMAT_VERSION,
+    HEADINGS_BM25,
+    HEADINGS_TABLE,
+    current_generation,
+    publish,
+)
 from fastrag.indexing.storage import write_json_atomic
 
 if TYPE_CHECKING:
@@ -115,23 +121,33 @@ class IndexParams:
 
 @dataclass(slots=True)
 class FileRecord:
-    """A file of the index: where it is, its fingerprint and its chunks."""
+    """A file of the index: where it is, its fingerprint, its chunks and its heading lines
+    (:func:`~fastrag.indexing.chunking.layers.heading_lines`, indexed apart from the chunks)."""
 
     rel_path: str
     size: int
     mtime_ns: int
     digest: str
     chunks: list[Chunk]
+    headings: list[Chunk] = field(default_factory=list)
 
     def to_json(self) -> list[Any]:
-        """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...]]``."""
-        return [self.size, self.mtime_ns, self.digest, [[c.start, c.end, c.context] for c in self.chunks]]
+        """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike]]``."""
+        return [self.size, self.mtime_ns, self.digest, _spans_json(self.chunks), _spans_json(self.headings)]
 
     @classmethod
     def from_json(cls, rel_path: str, raw: list[Any]) -> FileRecord:
         """Inverse of :meth:`to_json`."""
-        size, mtime_ns, digest, chunks = raw
-        return cls(rel_path, size, mtime_ns, digest, [Chunk(s, e, c) for s, e, c in chunks])
+        size, mtime_ns, digest, chunks, headings = raw
+        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings))
+
+
+def _spans_json(chunks: list[Chunk]) -> list[list[Any]]:
+    return [[c.start, c.end, c.context] for c in chunks]
+
+
+def _spans(raw: list[list[Any]]) -> list[Chunk]:
+    return [Chunk(s, e, c) for s, e, c in raw]
 
 
 @dataclass(slots=True)
@@ -200,7 +216,7 @@ def build_index(
             continue
         old = previous.get(entry.rel_path)
         if old is not None and old.digest == outcome.digest:
-            outcome = FileRecord(entry.rel_path, entry.size, entry.mtime_ns, old.digest, old.chunks)
+            outcome = FileRecord(entry.rel_path, entry.size, entry.mtime_ns, old.digest, old.chunks, old.headings)
         else:
             chunked += 1
         records[entry.rel_path] = outcome
@@ -220,8 +236,11 @@ def build_index(
         return report
 
     ordered = [records[k] for k in sorted(records)]
-    docs = list(_indexed_texts(repo_path, ordered))
+    docs, heading_docs = _indexed_texts(repo_path, ordered)
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
+    headings = _core.Bm25Index.build(
+        heading_docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem
+    )
     vectors = None
     embed_model = ""
     if spec is not None:
@@ -234,7 +253,9 @@ def build_index(
         report.embed_seconds = time.perf_counter() - embed_started
     report.path = publish(
         index_dir,
-        lambda staging: _write_generation(staging, ordered, bm25, params, root, repo_path, vectors, embed_model),
+        lambda staging: _write_generation(
+            staging, ordered, bm25, headings, params, root, repo_path, vectors, embed_model
+        ),
     )
     report.seconds = time.perf_counter() - started
     return report
@@ -291,15 +312,20 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
         chunks = chunks + markdown_layers(
             entry.rel_path, text, params.max_chunk_size, params.target_size, TABLE_WINDOW_SIZE, chunks
         )
-    return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks)
+    headings = heading_lines(entry.rel_path, text) if params.layers else []
+    return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
 
 
-def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> Iterator[str]:
-    """The text BM25 indexes for every chunk: relative path, context, then the span itself."""
+def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> tuple[list[str], list[str]]:
+    """The texts BM25 indexes for every chunk and for every heading line: relative path, context,
+    then the span itself."""
+    docs: list[str] = []
+    heading_docs: list[str] = []
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
-        for c in record.chunks:
-            yield f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}"
+        docs.extend(f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
+        heading_docs.extend(f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}" for c in record.headings)
+    return docs, heading_docs
 
 
 def primary_chunks(chunks: list[Chunk]) -> list[int]:
@@ -377,6 +403,7 @@ def _write_generation(
     staging: Path,
     records: list[FileRecord],
     bm25: _core.Bm25Index,
+    headings: _core.Bm25Index,
     params: IndexParams,
     root: str,
     repo_path: Path,
@@ -385,6 +412,7 @@ def _write_generation(
 ) -> None:
     """Write every file of a generation into ``staging``."""
     bm25.save(str(staging / "bm25.bin"))
+    headings.save(str(staging / HEADINGS_BM25))
     if vectors is not None:
         vectors.save(staging)
     table: dict[str, list[Any]] = {
@@ -394,6 +422,12 @@ def _write_generation(
         "end": [c.end for r in records for c in r.chunks],
     }
     write_json_atomic(staging / "chunks.json", table)
+    heading_table = {
+        "file": [i for i, r in enumerate(records) for _ in r.headings],
+        "start": [c.start for r in records for c in r.headings],
+        "end": [c.end for r in records for c in r.headings],
+    }
+    write_json_atomic(staging / HEADINGS_TABLE, heading_table)
     write_json_atomic(staging / "files.json", {r.rel_path: r.to_json() for r in records})
     manifest = {
         "format_version": FORMAT_VERSION,

@@ -8,6 +8,8 @@ Layout under the index directory::
         chunks.json    the chunk table: display path per file, file/start/end per chunk
         files.json     per-file fingerprints and chunks, the cache of incremental indexing
         bm25.bin       the native BM25 index (magic, version, checksum)
+        headings.json  the heading lines of Markdown / reST files: file/start/end per line
+        headings.bin   their own BM25 index (questions that ask where something is documented)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
@@ -40,8 +42,10 @@ if TYPE_CHECKING:
     from fastrag.indexing.vectors import VectorIndex
 
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CURRENT_FILE = "CURRENT"
+HEADINGS_BM25 = "headings.bin"
+HEADINGS_TABLE = "headings.json"
 LOCK_FILE = ".lock"
 
 
@@ -140,6 +144,20 @@ class ChunkTable:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadingTable:
+    """The heading lines of an index and their BM25 index (ids are positions in the table);
+    paths are those of the :class:`ChunkTable`."""
+
+    file: list[int]
+    start: list[int]
+    end: list[int]
+    bm25: _core.Bm25Index
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+@dataclass(frozen=True, slots=True)
 class LoadedIndex:
     """A generation loaded for searching.
 
@@ -151,6 +169,7 @@ class LoadedIndex:
     manifest: dict[str, Any]
     chunks: ChunkTable
     bm25: _core.Bm25Index
+    headings: HeadingTable
     _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -198,12 +217,16 @@ def load_index(index_dir: Path) -> LoadedIndex:
         raw = json.loads((gen / "chunks.json").read_text())
         table = ChunkTable(raw["paths"], raw["file"], raw["start"], raw["end"])
         bm25 = _core.Bm25Index.load(str(gen / "bm25.bin"))
+        raw = json.loads((gen / HEADINGS_TABLE).read_text())
+        headings = HeadingTable(raw["file"], raw["start"], raw["end"], _core.Bm25Index.load(str(gen / HEADINGS_BM25)))
     except UserError:
         raise
     except _core.IndexFormatError as exc:
         raise UserError(f"the index in {index_dir} is damaged ({exc})") from exc
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise UserError(f"the index in {index_dir} is unreadable ({exc}): {hint} again") from exc
-    if bm25.num_docs != len(table) or not (len(table.file) == len(table.end) == len(table)):
+    consistent = bm25.num_docs == len(table) and len(table.file) == len(table.end) == len(table)
+    consistent = consistent and headings.bm25.num_docs == len(headings) == len(headings.file) == len(headings.end)
+    if not consistent or any(f >= len(table.paths) for f in headings.file):
         raise UserError(f"the index in {index_dir} is inconsistent: {hint} again")
-    return LoadedIndex(gen, manifest, table, bm25)
+    return LoadedIndex(gen, manifest, table, bm25, headings)

@@ -22,6 +22,12 @@ from typing import Protocol
 #: Longest run of adjacent words joined into one identifier.
 MAX_JOINED_WORDS = 3
 _WORD = re.compile(r"[A-Za-z0-9]+")
+#: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
+#: document / anchor / heading / title ...", "Where in ...". Its answer is a heading or anchor line.
+_ASKS_WHERE = re.compile(
+    r"^\W*(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
+    re.IGNORECASE,
+)
 
 
 class Vocabulary(Protocol):
@@ -53,6 +59,13 @@ class Query:
     def all_terms(self) -> frozenset[str]:
         """The question's terms and its identifier variants."""
         return self.terms | frozenset(self.variants)
+
+
+def asks_where(text: str) -> bool:
+    """Whether the question asks *where* something is documented (which page, section, anchor,
+    heading or title): such questions are answered by a heading line, and searched in the
+    heading lines too (:meth:`fastrag.retrieval.retriever.Retriever.search_many`)."""
+    return _ASKS_WHERE.match(text) is not None
 
 
 def analyse(text: str, vocabulary: Vocabulary, variants: bool = True) -> Query:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from fastrag.retrieval.fusion import rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
-from fastrag.retrieval.query import analyse
+from fastrag.retrieval.query import analyse, asks_where
 from fastrag.schemas import MinimalSource
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class Retriever:
         if precise:
             depth = max(depth, PRECISION_DEPTH)
         lexical = self.lexical.search_many(clean, depth) if mode != "vector" else None
+        places = self._heading_search(clean, k)
         vector = self._vector_search(clean, depth) if mode != "lexical" and self.index.has_vectors else None
         results: list[list[Hit]] = []
         for i, query in enumerate(clean):
@@ -136,8 +138,24 @@ class Retriever:
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
+            if i in places:
+                hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def _heading_search(self, queries: list[str], k: int) -> dict[int, list[Hit]]:
+        """For each query that asks where something is documented (:func:`asks_where`), its ``k``
+        best heading lines, by position of the query."""
+        asking = [i for i, q in enumerate(queries) if q and asks_where(q)]
+        headings = self.index.headings
+        if not asking or not len(headings):
+            return {}
+        paths = self.index.chunks.paths
+        found = headings.bm25.search_batch([queries[i] for i in asking], k)
+        return {
+            i: [Hit(paths[headings.file[h]], headings.start[h], headings.end[h], score) for h, score in zip(*ranked)]
+            for i, ranked in zip(asking, found)
+        }
 
     def _recut(self, hits: list[Hit], query: Query) -> list[Hit]:
         """``hits`` narrowed to :attr:`focus` characters around their densest evidence."""
@@ -229,6 +247,17 @@ def distinct(hits: Iterable[Hit], k: int) -> list[Hit]:
             if len(kept) == k:
                 break
     return kept
+
+
+def interleave(first: Iterable[Hit], second: Iterable[Hit]) -> Iterator[Hit]:
+    """``first[0], second[0], first[1], second[1], ...``, then the rest of the longer.
+
+    A question that asks where something is documented gets its best heading lines and its best
+    chunks in turn: the line names the place, the chunk holds what is said there, and the
+    question's words rarely tell which of the two its answer is.
+    """
+    for pair in itertools.zip_longest(first, second):
+        yield from (hit for hit in pair if hit is not None)
 
 
 def nested_first(ranked: list[tuple[int, float]], chunks: ChunkTable) -> list[tuple[int, float]]:

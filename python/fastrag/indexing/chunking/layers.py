@@ -6,6 +6,7 @@ better retrieval unit for a question about it than the chunk it was packed into.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from fastrag.indexing.chunking.markdown import MarkdownPacker, Section, heading_title, pack_sections
@@ -13,6 +14,9 @@ from fastrag.indexing.chunking.packer import NONSPACE, Chunk, resolve_target
 
 _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*(?:\r\n|\r|\n)?$")
 _TABLE_LINE = re.compile(r"[ \t]*\|")
+#: An anchor line of MkDocs' attribute lists, naming the section that follows: ``[](){ #chat-template }``.
+_ANCHOR = re.compile(r"[ \t]*\[\]\(\)\{[ \t]*#[^}\n]*\}[ \t]*$", re.MULTILINE)
+_ALNUM = re.compile(r"\w")
 
 
 def table_windows(text: str, size: int, max_chunk_size: int) -> list[Chunk]:
@@ -111,3 +115,58 @@ def _section_path(root: Section, offset: int) -> str:
         if not inner:
             return node.path
         node = inner[0]
+
+
+def heading_lines(path: str, text: str) -> list[Chunk]:
+    """Every heading line of a Markdown / reST file on its own, and every anchor line, sorted.
+
+    These are the answers to questions that ask *where* something is documented ("which page
+    covers profiling", "what anchor marks the Score API section"): one line of 5-60 characters,
+    which only a span of comparable size can match under the IoU rule. ``context`` is the heading
+    path of the section the line names; an anchor names the section whose heading follows it.
+    They are indexed apart from the chunks (see :mod:`fastrag.indexing.builder`). Other files: ``[]``.
+    """
+    ext = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if ext not in ("md", "markdown", "rst") or not text:
+        return []
+    packer = MarkdownPacker(text, max(1, len(text)), ext == "rst")
+    sections: list[Section] = []
+    stack = list(packer.root.children)
+    while stack:
+        node = stack.pop()
+        sections.append(node)
+        stack.extend(node.children)
+    sections.sort(key=lambda node: node.start)
+    out: list[Chunk] = []
+    for node in sections:
+        line = _title_line(text, node.start, node.end)
+        if line is not None:
+            out.append(Chunk(*line, node.path))
+    if ext != "rst":
+        starts = [node.start for node in sections]
+        for match in _ANCHOR.finditer(text):
+            lo = match.start() + len(match.group(0)) - len(match.group(0).lstrip())
+            hi = match.start() + len(match.group(0).rstrip())
+            following = bisect.bisect_left(starts, match.end())
+            if following < len(sections) and not text[match.end() : starts[following]].strip():
+                context = sections[following].path
+            else:
+                context = _section_path(packer.root, lo)
+            out.append(Chunk(lo, hi, context))
+    out.sort(key=lambda c: (c.start, c.end))
+    return out
+
+
+def _title_line(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``[lo, hi)`` of a section's heading line: its first line holding a word (an rst overline
+    holds none), without surrounding blanks; ``None`` when the section has no such line."""
+    pos = start
+    while pos < end:
+        stop = text.find("\n", pos, end)
+        stop = end if stop < 0 else stop
+        if _ALNUM.search(text, pos, stop) is not None:
+            line = text[pos:stop]
+            lo = pos + len(line) - len(line.lstrip())
+            return lo, pos + len(line.rstrip())
+        pos = stop + 1
+    return None
