@@ -109,6 +109,10 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 	$(UV) sync --frozen --group bench --group dev
 	$(PY) benches/peers.py
 
+.PHONY: cv
+cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker and of each retrieval part (in and out of fold); refreshes benches/RESULTS.md
+	$(PY) benches/cv.py --index-ablation
+
 .PHONY: ablation
 ablation: data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
 	$(PY) benches/ablation.py

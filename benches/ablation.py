@@ -4,11 +4,11 @@ Usage: ``python benches/ablation.py [--index_dir data/processed-ablation] [--rou
 (``make ablation``)
 
 Rows: lexical, vector and hybrid search without and with the precision stage
-(:mod:`fastrag.retrieval.precision`), the precision stage's two signals alone (file names, identifier
-variants), and the query-side and span-side alternatives that were measured and not kept:
-identifier variants appended to the query at full BM25 weight, pseudo-relevance feedback (the
-top terms of the first three chunks appended to the query) and re-cut spans. The halves columns
-are recall@5 on the even- and odd-numbered questions (the weights were tuned on the even ones).
+(:mod:`fastrag.retrieval.precision`), another file-name weight, and the query-side and span-side
+alternatives that were measured and not kept: identifier variants appended to the query at full
+BM25 weight, pseudo-relevance feedback (the top terms of the first three chunks appended to the
+query) and re-cut spans. The halves columns are recall@5 on the even- and odd-numbered questions.
+The weights themselves are fitted by pooled cross-validation (``benches/cv.py``).
 Then the cost of the precision stage: ``search_dataset`` processes and warm batches of 1000
 questions with the stage off and on, alternately.
 
@@ -75,15 +75,11 @@ class Row:
 
 
 @contextmanager
-def weights(retriever: Retriever, variant: float | None = None, name: float | None = None) -> Iterator[None]:
-    """Run with other precision weights (``None``: keep the default)."""
+def weights(retriever: Retriever, name: float) -> Iterator[None]:
+    """Run with another file-name weight in the precision stage."""
     old = retriever.precision
     retriever.precision = Precision(
-        retriever.index.bm25,
-        retriever.index.chunks.paths,
-        retriever.index.chunks.file,
-        old.variant_weight if variant is None else variant,
-        old.name_weight if name is None else name,
+        retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file, name
     )
     try:
         yield
@@ -107,24 +103,23 @@ def plain(mode: str, precision: bool) -> Search:
     return lambda r, qs: r.search_many(qs, K, mode, precision=precision)
 
 
-def weighted(mode: str, variant: float, name: float) -> Search:
-    """The precision stage with other weights."""
+def weighted(mode: str, name: float) -> Search:
+    """The precision stage with another file-name weight."""
 
     def run(r: Retriever, qs: list[str]) -> list[list[Hit]]:
-        with weights(r, variant, name):
+        with weights(r, name):
             return r.search_many(qs, K, mode, precision=True)
 
     return run
 
 
 def appended_variants(mode: str) -> Search:
-    """Identifier variants appended to the query text (full BM25 weight), precision without them."""
+    """Identifier variants appended to the query text (full BM25 weight)."""
 
     def run(r: Retriever, qs: list[str]) -> list[list[Hit]]:
         bm25 = r.index.bm25
         expanded = [f"{q}\n{' '.join(identifier_variants(q, bm25))}" if q.strip() else q for q in qs]
-        with weights(r, variant=0.0):
-            return r.search_many(expanded, K, mode, precision=True)
+        return r.search_many(expanded, K, mode, precision=True)
 
     return run
 
@@ -170,12 +165,10 @@ CONFIGS = [
     Config("lexical", plain("lexical", False), "BM25 alone"),
     Config("lexical + precision", plain("lexical", True)),
     Config("vector", plain("vector", False), "only Markdown/reST chunks have vectors"),
-    Config("vector + precision", plain("vector", True), "file names only (no BM25 scores to add variants to)"),
+    Config("vector + precision", plain("vector", True), "file names"),
     Config("hybrid", plain("hybrid", False), "RRF 1 : 0.25, cosine gate 0.6"),
-    Config("hybrid + precision, file names only", weighted("hybrid", 0.0, 0.4)),
-    Config("hybrid + precision, identifier variants only", weighted("hybrid", 0.1, 0.0)),
-    Config("**hybrid + precision (default)**", plain("hybrid", True), "variants 0.1, names 0.4"),
-    Config("hybrid + precision, variants 0.2, names 0.2", weighted("hybrid", 0.2, 0.2), "other weights"),
+    Config("**hybrid + precision (default)**", plain("hybrid", True), "file-name weight learned (benches/cv.py)"),
+    Config("hybrid + precision, file-name weight 0.2", weighted("hybrid", 0.2), "another weight"),
     Config("hybrid + precision, variants appended to the query", appended_variants("hybrid"), "not kept"),
     Config("hybrid + precision + pseudo-relevance feedback", feedback("hybrid"), "3 chunks, 5 terms; not kept"),
     Config("hybrid + precision, spans re-cut to 1,500", recut("hybrid", 1500), "not kept"),

@@ -212,7 +212,7 @@ def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:
     assert sorted(c for c, _ in out) == sorted(c for c, _ in ranked)
     assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
     assert stage.rerank(analyse(QUESTION, index.bm25), []) == []
-    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, variant_weight=0.0, name_weight=0.0)
+    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, name_weight=0.0)
     assert [c for c, _ in silent.rerank(analyse(QUESTION, index.bm25), ranked)] == [c for c, _ in ranked]
 
 

@@ -1,23 +1,20 @@
 """The precision stage: re-rank a retriever's candidates, optionally re-cut their spans.
 
-The first stage (BM25, vectors) ranks ~2,000-character chunks on their own. Two signals it
-cannot see decide many of the questions it gets wrong (measured on the public sets, see
-``benches/ablation.py`` and README "Retrieval method"):
+The first stage (BM25, vectors) ranks ~2,000-character chunks on their own. One signal it
+cannot see decides many of the questions it gets wrong:
 
 * **the file's name** — "the rejection sampler", "vLLM's serve benchmark", "DeepSeek model's
   forward method": the question names the module, and a test file or a copy elsewhere that
   mentions the same words more often outranks it. A candidate whose file name (without
   extension: ``rejection_sampler``, ``serve``, ``deepseek``) is spelt out by the question gets a
   bonus of ``name_weight`` × the name's idf relative to the largest idf of the index, so a
-  distinctive name counts and ``utils`` hardly does;
-* **identifier variants** of the question (:func:`fastrag.retrieval.query.identifier_variants`): the BM25
-  score of the joined spellings (``rejection_sampler``, ``deepseekmodel``), scaled by
-  ``variant_weight``, relative to the list's best score.
+  distinctive name counts and ``utils`` hardly does. The question's words count with their
+  identifier variants (:func:`fastrag.retrieval.query.identifier_variants`: "DeepSeek model" also
+  spells ``deepseekmodel``).
 
-The new score of a candidate is ``score / best score + variant bonus + name bonus``; the
-candidates are then sorted again. Both weights were tuned on the even-numbered public questions
-and checked on the odd ones (gains on both halves); the plateau is wide (variants 0.1–0.15,
-names 0.3–0.5).
+The new score of a candidate is ``score / best score + name weight × name match`` (a linear
+ranker, :data:`FEATURES`); the candidates are then sorted again. The weight is learned by pooled
+cross-validation (``benches/cv.py``, benches/RESULTS.md "Cross-validation"), not set by hand.
 
 **Re-cutting** (``focus`` > 0, off by default): each returned span is narrowed to the window of
 at most ``focus`` characters (whole lines where they fit) that holds the densest query evidence — the sum over
@@ -34,6 +31,7 @@ import json
 import math
 import posixpath
 from collections.abc import Callable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
@@ -43,10 +41,32 @@ from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.generations import LoadedIndex
 from fastrag.retrieval.query import Query
 
-#: Weight of the BM25 score of the identifier variants (relative to the best candidate's score).
-VARIANT_WEIGHT = 0.1
-#: Weight of a file-name match (× the name's idf / the index's largest idf).
-NAME_WEIGHT = 0.4
+#: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
+#: its first-stage score / the list's best, and the file-name match. (The BM25 score of the
+#: question's identifier variants was a third feature until pooled cross-validation showed it earned
+#: +0.004 recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The
+#: weights are learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled question
+#: sets, with 5-fold cross-validation by question) and writes them, with the data they were fitted
+#: on named beside them, to :data:`RANKER_FILE` in this package.
+FEATURES = ("first_stage", "file_name")
+RANKER_FILE = "ranker.json"
+
+
+def load_weights() -> dict[str, float]:
+    """The learned weight of every feature of :data:`FEATURES`, from the package's :data:`RANKER_FILE`."""
+    raw = json.loads(resources.files("fastrag.retrieval").joinpath(RANKER_FILE).read_text(encoding="utf-8"))
+    weights = {name: float(w) for name, w in zip(raw["features"], raw["weights"])}
+    if tuple(raw["features"]) != FEATURES or not all(math.isfinite(w) for w in weights.values()):
+        raise ValueError(f"{RANKER_FILE} does not hold one finite weight per feature of {FEATURES}")
+    if weights["first_stage"] <= 0:
+        raise ValueError(f"{RANKER_FILE}: the first-stage score must have a positive weight")
+    return weights
+
+
+_WEIGHTS = load_weights()
+#: Weight of a file-name match (× the name's idf / the index's largest idf), relative to the
+#: first-stage score's weight.
+NAME_WEIGHT = _WEIGHTS["file_name"] / _WEIGHTS["first_stage"]
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
@@ -89,44 +109,35 @@ class Precision:
         scorer: Scorer,
         paths: Sequence[str],
         file_of: Sequence[int],
-        variant_weight: float = VARIANT_WEIGHT,
         name_weight: float = NAME_WEIGHT,
     ) -> None:
         self.scorer = scorer
         self.paths = paths
         self.file_of = file_of
-        self.variant_weight = variant_weight
         self.name_weight = name_weight
         self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
         self._names: dict[int, tuple[frozenset[str], float]] = {}
 
-    def rerank(
-        self, query: Query, ranked: Sequence[tuple[int, float]], lexical: bool = True
-    ) -> list[tuple[int, float]]:
-        """``ranked`` (chunk id, score; best first) re-scored and sorted again, best first.
+    def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        """``ranked`` (chunk id, score; best first: BM25 scores or cosines) re-scored by the learned
+        weights and sorted again, best first."""
+        if not ranked or ranked[0][1] <= 0:
+            return list(ranked)
+        rows = self.features(query, ranked)
+        weight = self.name_weight
+        rescored = [(cid, first + weight * name) for (cid, _), (first, name) in zip(ranked, rows)]
+        rescored.sort(key=lambda item: (-item[1], item[0]))
+        return rescored
 
-        ``lexical``: the scores are BM25 scores, so the variants' BM25 score can be added on
-        the same scale (a vector list gets the name bonus only).
-        """
+    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, float]]:
+        """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
         if not ranked:
             return []
         best = ranked[0][1]
-        if best <= 0:
-            return list(ranked)
-        extra = [0.0] * len(ranked)
-        if lexical and query.variants and self.variant_weight:
-            extra = self.scorer.score_docs(" ".join(query.variants), [cid for cid, _ in ranked])
         terms = query.all_terms
         file_of = self.file_of
-        names: dict[int, float] = {}  # file index -> bonus, for this query
-        for file_index in {file_of[cid] for cid, _ in ranked}:
-            names[file_index] = self.name_weight * self._match(file_index, terms)
-        scale = self.variant_weight / best
-        rescored = [
-            (cid, score / best + scale * bonus + names[file_of[cid]]) for (cid, score), bonus in zip(ranked, extra)
-        ]
-        rescored.sort(key=lambda item: (-item[1], item[0]))
-        return rescored
+        names = {f: self._match(f, terms) for f in {file_of[cid] for cid, _ in ranked}}
+        return [(score / best, names[file_of[cid]]) for cid, score in ranked]
 
     def name_match(self, chunk_id: int, terms: frozenset[str]) -> float:
         """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the

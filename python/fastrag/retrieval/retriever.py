@@ -112,7 +112,7 @@ class Retriever:
         if precise:
             depth = max(depth, PRECISION_DEPTH)
         lexical = self.lexical.search_many(clean, depth) if mode != "vector" else None
-        places = self._heading_search(clean, k)
+        places = self.heading_hits(clean, k)
         vector = self._vector_search(clean, depth) if mode != "lexical" and self.index.has_vectors else None
         results: list[list[Hit]] = []
         for i, query in enumerate(clean):
@@ -125,7 +125,7 @@ class Retriever:
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
                 lex = self.precision.rerank(analysed, lex) if lex is not None else None
-                vec = self.precision.rerank(analysed, vec, lexical=False) if vec is not None else None
+                vec = self.precision.rerank(analysed, vec) if vec is not None else None
             if vec is None or weak:
                 ranked = lex if lex is not None else []
             elif lex is None:
@@ -143,7 +143,7 @@ class Retriever:
             results.append(distinct(hits, k))
         return results
 
-    def _heading_search(self, queries: list[str], k: int) -> dict[int, list[Hit]]:
+    def heading_hits(self, queries: list[str], k: int) -> dict[int, list[Hit]]:
         """For each query that asks where something is documented (:func:`asks_where`), its ``k``
         best heading lines, by position of the query."""
         asking = [i for i, q in enumerate(queries) if q and asks_where(q)]

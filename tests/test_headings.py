@@ -1,0 +1,154 @@
+"""Heading lines: where questions that ask *where* something is documented find their answer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastrag.indexing.builder import build_index
+from fastrag.indexing.chunking.layers import heading_lines
+from fastrag.retrieval import precision
+from fastrag.retrieval.query import analyse, asks_where
+from fastrag.retrieval.retriever import Hit, Retriever, interleave
+
+PROFILING = "# Profiling vLLM\n\nUse the torch profiler to trace a run.\n\n## Nsight Systems\n\nnsys profile ...\n"
+NGINX = (
+    "# Using Nginx\n\nA load balancer in front of servers.\n\n"
+    "[](){ #nginx-build }\n\n## Build Nginx Container\n\nRun docker build for nginx.\n\n"
+    "[](){ #vllm-build }\n\n## Build vLLM Container\n\nRun docker build for the vllm image.\n"
+)
+FILES = {
+    "docs/contributing/profiling.md": PROFILING,
+    "docs/deployment/nginx.md": NGINX,
+    "docs/usage/other.md": "# Other\n\nNothing about the rest: profiling is mentioned once.\n",
+    "pkg/profiler.py": "def profile_run(trace):\n    '''Profile a run with the torch profiler.'''\n    return trace\n",
+}
+
+
+def test_every_heading_line_alone_with_its_path() -> None:
+    lines = heading_lines("docs/a.md", PROFILING)
+    assert [PROFILING[c.start : c.end] for c in lines] == ["# Profiling vLLM", "## Nsight Systems"]
+    assert [c.context for c in lines] == ["Profiling vLLM", "Profiling vLLM > Nsight Systems"]
+
+
+def test_an_anchor_names_the_section_whose_heading_follows_it() -> None:
+    lines = heading_lines("docs/nginx.md", NGINX)
+    by_text = {NGINX[c.start : c.end]: c.context for c in lines}
+    assert by_text["[](){ #vllm-build }"] == "Using Nginx > Build vLLM Container"
+    assert by_text["[](){ #nginx-build }"] == "Using Nginx > Build Nginx Container"
+    assert [c.start for c in lines] == sorted(c.start for c in lines)
+
+
+def test_setext_rst_and_fenced_hashes() -> None:
+    text = "Title\n=====\n\nSome text.\n\n```\n# not a heading\n```\n\nPart\n----\n"
+    assert [text[c.start : c.end] for c in heading_lines("x.md", text)] == ["Title", "Part"]
+    rst = "=====\nTitle\n=====\n\nIntro.\n\nSection\n-------\n\nBody.\n"
+    assert [rst[c.start : c.end] for c in heading_lines("x.rst", rst)] == ["Title", "Section"]
+    assert heading_lines("x.py", "# a comment, not a heading\n") == []
+    assert heading_lines("x.md", "") == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["# A", "## B c", "text", "", "```", "[](){ #x }", "  ", "Title", "===", "é"])))
+def test_heading_lines_are_single_trimmed_lines_inside_the_text(parts: list[str]) -> None:
+    text = "\n".join(parts)
+    for chunk in heading_lines("x.md", text):
+        line = text[chunk.start : chunk.end]
+        assert 0 <= chunk.start < chunk.end <= len(text)
+        assert "\n" not in line and line == line.strip()
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("Which vLLM documentation page covers profiling vLLM's performance?", True),
+        ("What anchor ID marks the vLLM container build section in the Nginx guide?", True),
+        ("Which section of the troubleshooting guide addresses the device error?", True),
+        ("Where in vLLM's guide on implementing a basic model are common questions answered?", True),
+        ("What title heading appears on the landing page of the documentation?", True),
+        ("How do I build the vLLM container behind Nginx?", False),
+        ("Which quant scheme does the Quark example in vLLM's docs use?", False),
+        ("What does the section_size argument control?", False),
+        ("", False),
+    ],
+)
+def test_questions_that_ask_where(question: str, asks: bool) -> None:
+    assert asks_where(question) is asks
+
+
+def test_interleave_alternates_then_drains() -> None:
+    a = [Hit("a", i, i + 1, 1.0) for i in range(3)]
+    b = [Hit("b", i, i + 1, 1.0) for i in range(1)]
+    assert [h.file_path for h in interleave(a, b)] == ["a", "b", "a", "a"]
+    assert list(interleave([], b)) == b
+
+
+@pytest.fixture()
+def retriever(tmp_path: Path) -> Retriever:
+    repo = tmp_path / "repo"
+    for rel, text in FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, tmp_path / "index", display_root="repo", progress=False)
+    return Retriever.open(tmp_path / "index")
+
+
+def test_a_where_question_gets_the_heading_line_first(retriever: Retriever) -> None:
+    hits = retriever.search("Which documentation page covers profiling?", 4, "lexical")
+    first = hits[0]
+    assert (first.file_path, first.start, first.end) == ("repo/docs/contributing/profiling.md", 0, 16)
+    assert len({(h.file_path, h.start, h.end) for h in hits}) == len(hits)
+    anchor = retriever.search("What anchor ID marks the vLLM container build section?", 3, "lexical")
+    text = NGINX[anchor[0].start : anchor[0].end]
+    assert anchor[0].file_path == "repo/docs/deployment/nginx.md" and text in (
+        "[](){ #vllm-build }",
+        "## Build vLLM Container",
+    )
+
+
+def test_other_questions_get_no_heading_line(retriever: Retriever) -> None:
+    for hit in retriever.search("How do I profile a run with the torch profiler?", 5, "lexical"):
+        assert "\n" in FILES[hit.file_path.removeprefix("repo/")][hit.start : hit.end]
+
+
+def test_the_index_keeps_heading_lines_apart(retriever: Retriever) -> None:
+    headings = retriever.index.headings
+    assert len(headings) == 8 and headings.bm25.num_docs == 8  # 2 + 5 (3 headings, 2 anchors) + 1
+    assert retriever.index.bm25.num_docs == len(retriever.index.chunks)
+    assert json.loads((retriever.index.path / "manifest.json").read_text())["format_version"] == 2
+
+
+def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever) -> None:
+    weights = precision.load_weights()
+    assert tuple(weights) == precision.FEATURES and weights["first_stage"] > 0
+    assert precision.NAME_WEIGHT == weights["file_name"] / weights["first_stage"]
+    query = analyse("torch profiler for a run", retriever.index.bm25)
+    ranked = retriever.lexical.search(query.text, 10)
+    rows = retriever.precision.features(query, ranked)
+    expected = sorted(
+        ((cid, first + precision.NAME_WEIGHT * name) for (cid, _), (first, name) in zip(ranked, rows)),
+        key=lambda item: (-item[1], item[0]),
+    )
+    assert retriever.precision.rerank(query, ranked) == expected
+    assert rows[0][0] == 1.0 and all(0 <= f <= 1 and 0 <= n <= 1 for f, n in rows)
+
+
+def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv
+
+    rng = np.random.default_rng(1)
+    questions = []
+    for _ in range(40):
+        features = rng.random((12, 2))
+        label = (features[:, 1] == features[:, 1].max()).astype(np.float64)  # the second feature decides
+        questions.append(cv.Question("set", "q", [], list(range(12)), features, label, []))
+    weights = cv.fit(questions, np.ones(2))
+    assert weights[1] > 0 and weights[1] > abs(weights[0])
+    assert cv.fit(questions, np.array([1.0, 0.0]))[1] == 0.0
