@@ -34,7 +34,7 @@ data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into
 	@if [ -d "$(SHARED)/datasets" ]; then mkdir -p $(DATASETS) && cp -r "$(SHARED)/datasets/." $(DATASETS)/ && echo "copied datasets into $(DATASETS)"; \
 	else echo "no datasets at $(SHARED)/datasets: copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS)"; fi
 
-index: ## build (or update) the index of the corpus
+index: install  ## build (or update) the index of the corpus
 	$(PY) -m fastrag index
 
 run: install data index  ## the main job: index vLLM, search both public sets, evaluate, print recall
@@ -47,10 +47,10 @@ run: install data index  ## the main job: index vLLM, search both public sets, e
 	$(PY) -m fastrag search "$(QUESTION)" --k 5
 	$(PY) -m fastrag answer "$(QUESTION)" --k 5 --model smollm2
 
-answer:  ## answer the public docs questions from their search results with SmolLM2 (offline model)
+answer: install  ## answer the public docs questions from their search results with SmolLM2 (offline model)
 	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json --model smollm2
 
-test: data  ## the whole suite: Rust unit tests, then pytest
+test: install data  ## the whole suite (installs first: a no-op when up to date): Rust unit tests, then pytest
 	cargo test --quiet
 	$(RUN) pytest -q
 
@@ -68,7 +68,7 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(BENCH_STEP) plots -- $(PY) benches/plots.py
 	$(PY) benches/report.py finish
 
-lint:  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
+lint: install  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
 	$(RUN) ruff check python tests benches
 	$(RUN) flake8 .
 	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
@@ -81,7 +81,7 @@ format:  ## apply ruff and cargo formatting
 	$(RUN) ruff format python tests benches
 	cargo fmt
 
-debug:  ## run a search under pdb
+debug: install  ## run a search under pdb
 	$(PY) -m pdb -m fastrag search "$(QUESTION)" --k 5
 
 clean:  ## remove caches, the index and outputs
@@ -97,17 +97,17 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 	$(PY) benches/peers.py
 
 .PHONY: ablation
-ablation: data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
+ablation: install data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
 	$(PY) benches/ablation.py
 
 .PHONY: server bench-server
 SERVER_HOST  ?= 127.0.0.1
 SERVER_PORT  ?= 5000
 SERVER_MODEL ?=
-server:  ## HTTP API + page on http://127.0.0.1:5000 (SERVER_HOST, SERVER_PORT; SERVER_MODEL=smollm2 offline); Ctrl-C stops
+server: install  ## HTTP API + page on http://127.0.0.1:5000 (SERVER_HOST, SERVER_PORT; SERVER_MODEL=smollm2 offline); Ctrl-C stops
 	$(PY) -m fastrag serve --host $(SERVER_HOST) --port $(SERVER_PORT) $(if $(SERVER_MODEL),--model $(SERVER_MODEL))
 
-bench-server:  ## 1000 /search requests, 8 concurrent, to a real server (p50/p99, req/s); refreshes benches/RESULTS.md
+bench-server: install  ## 1000 /search requests, 8 concurrent, to a real server (p50/p99, req/s); refreshes benches/RESULTS.md
 	$(PY) benches/server_load.py
 
 .PHONY: fuzz fuzz-long
