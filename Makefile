@@ -5,6 +5,11 @@ SHELL := /bin/bash
 SHARED      ?= ../shared
 CORPUS_TGZ  ?= $(SHARED)/corpus/vllm-0.10.1.tar.gz
 CORPUS_DIR  := data/raw/vllm-0.10.1
+# the corpus: vLLM 0.10.1's source distribution, from $(CORPUS_TGZ) or else from the package index
+CORPUS_PROJECT := vllm
+CORPUS_VERSION := 0.10.1
+CORPUS_SHA256  := 99d00498f25b94767bb2696e88feb67730677dae605c9b8af99492dc3c34492d
+CORPUS_BYTES   := 10507740
 DATASETS    := data/datasets
 RESULTS_DIR := data/output/search_results
 K           ?= 10
@@ -27,12 +32,13 @@ install:  ## install uv if missing, then the package (release build of the Rust 
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
 
-data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
+data:  ## the vLLM corpus into data/raw (from ../shared, else downloaded from the package index, sha256 checked); the public datasets into data/datasets
 	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
-	elif [ -f "$(CORPUS_TGZ)" ]; then mkdir -p data/raw && tar -xzf "$(CORPUS_TGZ)" -C data/raw && echo "unpacked $(CORPUS_TGZ) into data/raw"; \
-	else echo "no corpus at $(CORPUS_TGZ): put vllm-0.10.1.tar.gz there (or set CORPUS_TGZ=...), or unpack the vLLM 0.10.1 source tree into $(CORPUS_DIR)"; exit 1; fi
+	else python3 scripts/fetch_corpus.py --dest $(CORPUS_DIR) --archive "$(CORPUS_TGZ)" --project $(CORPUS_PROJECT) \
+	  --version $(CORPUS_VERSION) --sha256 $(CORPUS_SHA256) --size $(CORPUS_BYTES); fi
 	@if [ -d "$(SHARED)/datasets" ]; then mkdir -p $(DATASETS) && cp -r "$(SHARED)/datasets/." $(DATASETS)/ && echo "copied datasets into $(DATASETS)"; \
-	else echo "no datasets at $(SHARED)/datasets: copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS)"; fi
+	elif [ -d "$(DATASETS)/AnsweredQuestions" ] && [ -d "$(DATASETS)/UnansweredQuestions" ]; then echo "datasets already in $(DATASETS)"; \
+	else echo "no datasets at $(SHARED)/datasets nor in $(DATASETS): they are not on the package index; copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS) (or set SHARED=...)"; fi
 
 index: install  ## build (or update) the index of the corpus
 	$(PY) -m fastrag index
@@ -69,7 +75,7 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(PY) benches/report.py finish
 
 lint: install  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, cargo clippy
-	$(RUN) ruff check python tests benches
+	$(RUN) ruff check python tests benches scripts
 	$(RUN) flake8 .
 	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
 	$(RUN) mypy --strict python/fastrag
@@ -78,7 +84,7 @@ lint: install  ## ruff, flake8, mypy (the exercise's flags), cargo fmt --check, 
 	cargo clippy --all-targets -- -D warnings
 
 format:  ## apply ruff and cargo formatting
-	$(RUN) ruff format python tests benches
+	$(RUN) ruff format python tests benches scripts
 	cargo fmt
 
 debug: install  ## run a search under pdb
