@@ -145,15 +145,19 @@ def answer(
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     spans: list[MinimalSource] = []
+    reader = SpanReader()
     if k > 0:
         from fastrag.retrieve import Retriever
         from fastrag.search import to_sources as hits_to_sources
+        from fastrag.sources import SourceRoot
 
-        spans = hits_to_sources(Retriever.open(index_dir).search(question, k))
+        retriever = Retriever.open(index_dir)
+        spans = hits_to_sources(retriever.search(question, k))
+        reader = SpanReader(SourceRoot.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
         generator = load_generator(resolve_model(model))
-        prompt = prompt_for(generator, question, spans, budget, SpanReader(), block_similarity())
+        prompt = prompt_for(generator, question, spans, budget, reader, block_similarity())
         stream = CitationStream(prompt.excerpts)
 
         def show(text: str) -> None:

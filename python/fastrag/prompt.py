@@ -157,9 +157,14 @@ def terms(text: str) -> list[str]:
 
 
 class SpanReader:
-    """Reads span texts, each file once (``Path.read_bytes().decode('utf-8')[start:end]``)."""
+    """Reads span texts, each file once (``Path.read_bytes().decode('utf-8')[start:end]``).
 
-    def __init__(self) -> None:
+    ``locate`` says where the file a result names is (default: the path as written, relative to the
+    working directory; :meth:`fastrag.sources.SourceRoot.locate` resolves it through the index).
+    """
+
+    def __init__(self, locate: Callable[[str], Path] = Path) -> None:
+        self._locate = locate
         self._files: dict[str, str] = {}
         self._headings: dict[str, tuple[list[int], list[str]]] = {}
 
@@ -168,7 +173,7 @@ class SpanReader:
         cached = self._files.get(file_path)
         if cached is None:
             try:
-                cached = Path(file_path).read_bytes().decode("utf-8", errors="replace")
+                cached = self._locate(file_path).read_bytes().decode("utf-8", errors="replace")
             except OSError as exc:
                 raise UserError(f"cannot read source {file_path}: {exc.strerror or exc}") from exc
             self._files[file_path] = cached

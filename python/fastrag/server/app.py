@@ -85,7 +85,12 @@ def create_app(
     index = Path(os.path.abspath(index_dir))
     models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
     live = LiveIndex(index, models)
-    texts = SourceTexts(root)
+
+    def locate(file_path: str) -> Path:  # through the generation in memory: any working directory
+        current = live.loaded
+        return current.sources.locate(file_path) if current is not None else Path(file_path)
+
+    texts = SourceTexts(root, locate=locate)
 
     def corpus_roots() -> list[Path]:  # of the generation in memory: checking paths never loads an index
         current = live.loaded
@@ -306,11 +311,15 @@ def _routes(app: FastAPI, s: Services) -> None:
         openapi_extra=schema.query_doc(schema.SpanRequest),
     )
     async def span(request: Request) -> Response:
-        """The text and line range of ``path[start:end]``, for a file of the live index only."""
+        """The text and line range of ``path[start:end]``, for a file of the live index only.
+
+        ``path`` is a result's ``file_path`` (read where the index recorded its repository), or a path
+        inside ``data/`` naming one.
+        """
         args = SpanArgs.parse(await read_params(request, SpanArgs.FIELDS))
-        path = s.confinement.check("path", args.path)
         live = await run_in_threadpool(s.results.current)
-        name = s.confinement.display(path)
+        indexed = isinstance(args.path, str) and args.path in live.paths
+        name = args.path if indexed else s.confinement.display(s.confinement.check("path", args.path))
         if name not in live.paths:
             raise ApiError(404, f"{args.path} is not a file of the index")
         found = await run_in_threadpool(s.texts.get, name)
