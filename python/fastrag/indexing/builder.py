@@ -19,7 +19,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from fastrag.indexing.chunking.layers import markdown_layers
 from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.indexing.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.indexing.storage import write_json_atomic
+from fastrag.indexing.workers import worker_pool
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -256,7 +256,7 @@ def _chunk_files(
     progress: bool,
     workers: int | None,
 ) -> Iterator[tuple[FileEntry, FileRecord | Skipped]]:
-    """Read and chunk ``entries``, in worker processes when there are many."""
+    """Read and chunk ``entries``, in worker processes when there are many (see :mod:`fastrag.indexing.workers`)."""
     jobs = [(str(repo_path / e.rel_path), e, params) for e in entries]
     bar = tqdm(total=len(jobs), desc="chunking", unit="file", disable=not progress or not jobs)
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
@@ -266,7 +266,7 @@ def _chunk_files(
                 yield job[1], _chunk_one(job)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=n_workers) as pool:
+            with worker_pool(n_workers) as pool:  # workers die with this process, Ctrl-C stops them at once
                 for job, outcome in zip(jobs, pool.map(_chunk_one, jobs, chunksize=16)):
                     yield job[1], outcome
                     bar.update()

@@ -54,7 +54,12 @@ def create_app(
     index = Path(os.path.abspath(index_dir))
     models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
     live = LiveIndex(index, models)
-    texts = SourceTexts(root)
+
+    def locate(file_path: str) -> Path:  # through the generation in memory: any working directory
+        current = live.loaded
+        return current.sources.locate(file_path) if current is not None else Path(file_path)
+
+    texts = SourceTexts(root, locate=locate)
 
     def corpus_roots() -> list[Path]:  # of the generation in memory: checking paths never loads an index
         current = live.loaded
