@@ -33,6 +33,7 @@ from fastrag.chunking.text import markdown_layers
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
 from fastrag.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.errors import UsageError, UserError
+from fastrag.faults import pause_point
 from fastrag.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.storage import write_json_atomic
 
@@ -194,7 +195,9 @@ def build_index(
         else:
             to_chunk.append(entry)
     chunked = 0
-    for entry, outcome in _chunk_files(repo_path, to_chunk, params, progress, workers):
+    for n, (entry, outcome) in enumerate(_chunk_files(repo_path, to_chunk, params, progress, workers)):
+        if n == 0:
+            pause_point("chunking")
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
             continue
@@ -204,6 +207,7 @@ def build_index(
         else:
             chunked += 1
         records[entry.rel_path] = outcome
+    pause_point("chunked")
     removed = sum(1 for rel in previous if rel not in records)
     reused = len(records) - chunked
     n_chunks = sum(len(r.chunks) for r in records.values())
