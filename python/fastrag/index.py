@@ -180,6 +180,8 @@ def build_index(
     if not repo_path.is_dir():
         what = "does not exist" if not repo_path.exists() else "is not a directory"
         raise UserError(f"repository path {repo_path} {what}")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise UserError(f"index directory {index_dir} is not a directory")
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = walk(repo_path)
     if not entries:
