@@ -129,6 +129,9 @@ CASES: dict[str, Case] = {
     **{f"serve --port {p}": case(2, "serve", "--port", p) for p in ["-1", "65536", "abc"]},
     "serve empty host": case(2, "serve", "--host", " "),
     "serve host that cannot be bound": case(1, "serve", "--host", "256.1.1.1", "--port", "0"),
+    "serve empty token": case(2, "serve", "--host", "0.0.0.0", "--token", " "),
+    "serve empty allowed host": case(2, "serve", "--host", "0.0.0.0", "--allowed_host", "box.lan",
+                                     "--allowed_host", ""),
     # no such command
     "unknown command": case(2, "reindex"),
 }

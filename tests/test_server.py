@@ -124,6 +124,7 @@ def test_page_and_assets_are_served_offline(client: TestClient) -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     csp = page.headers["content-security-policy"]
     assert "default-src 'self'" in csp and "script-src 'self'" in csp
+    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp  # no inline script or style may run
     for asset, kind in (("app.js", "javascript"), ("syntax.js", "javascript"), ("app.css", "text/css")):
         assert f"/static/{asset}" in page.text
         served = client.get(f"/static/{asset}")

@@ -36,6 +36,7 @@ from fastrag.prompt import NO_SOURCES_ANSWER
 from fastrag.search import search_dataset, to_sources
 from fastrag.server import schema
 from fastrag.server.answers import Answer, Answerer
+from fastrag.server.auth import Access
 from fastrag.server.errors import ApiError, status_of
 from fastrag.server.live import LiveIndex
 from fastrag.server.params import AnswerArgs, IndexArgs, SearchArgs, SearchDatasetArgs, SpanArgs, read_params
@@ -71,6 +72,7 @@ def create_app(
     *,
     models_dir: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    access: Access | None = None,
     cache_size: int = CACHE_SIZE,
     max_body: int = MAX_BODY_BYTES,
 ) -> FastAPI:
@@ -78,7 +80,8 @@ def create_app(
 
     Paths given to the API must lie in ``data_dir``; they are relative to its parent, the project root
     (as result paths such as ``data/raw/vllm-0.10.1/README.md`` are). ``models_dir`` defaults to
-    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header (see :class:`Guard`).
+    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
+    (see :class:`Guard` and :mod:`fastrag.server.auth`).
     """
     data = Path(os.path.abspath(data_dir))
     root = data.parent
@@ -118,7 +121,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.fastrag = services
-    app.add_middleware(Guard, max_body=max_body, allowed_hosts=allowed_hosts)
+    app.add_middleware(Guard, max_body=max_body, allowed_hosts=allowed_hosts, access=access)
     _errors(app)
     _routes(app, services)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
