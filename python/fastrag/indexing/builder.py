@@ -28,6 +28,7 @@ from tqdm import tqdm
 from fastrag import _core
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
 from fastrag.errors import UsageError, UserError
+from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
 from fastrag.indexing.chunking.layers import markdown_layers
@@ -179,6 +180,8 @@ def build_index(
     if not repo_path.is_dir():
         what = "does not exist" if not repo_path.exists() else "is not a directory"
         raise UserError(f"repository path {repo_path} {what}")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise UserError(f"index directory {index_dir} is not a directory")
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = walk(repo_path)
     if not entries:
@@ -194,7 +197,9 @@ def build_index(
         else:
             to_chunk.append(entry)
     chunked = 0
-    for entry, outcome in _chunk_files(repo_path, to_chunk, params, progress, workers):
+    for n, (entry, outcome) in enumerate(_chunk_files(repo_path, to_chunk, params, progress, workers)):
+        if n == 0:
+            pause_point("chunking")
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
             continue
@@ -204,6 +209,7 @@ def build_index(
         else:
             chunked += 1
         records[entry.rel_path] = outcome
+    pause_point("chunked")
     removed = sum(1 for rel in previous if rel not in records)
     reused = len(records) - chunked
     n_chunks = sum(len(r.chunks) for r in records.values())
