@@ -5,6 +5,11 @@ SHELL := /bin/bash
 SHARED      ?= ../shared
 CORPUS_TGZ  ?= $(SHARED)/corpus/vllm-0.10.1.tar.gz
 CORPUS_DIR  := data/raw/vllm-0.10.1
+# the corpus: vLLM 0.10.1's source distribution, from $(CORPUS_TGZ) or else from the package index
+CORPUS_PROJECT := vllm
+CORPUS_VERSION := 0.10.1
+CORPUS_SHA256  := 99d00498f25b94767bb2696e88feb67730677dae605c9b8af99492dc3c34492d
+CORPUS_BYTES   := 10507740
 DATASETS    := data/datasets
 RESULTS_DIR := data/output/search_results
 K           ?= 10
@@ -20,6 +25,9 @@ PY  := $(RUN) python
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
+# Every target that runs Python depends on `install`: `uv sync` is a no-op when nothing changed and
+# rebuilds the Rust core when a file of pyproject.toml's cache-keys (rust/, Cargo.toml, Cargo.lock)
+# changed since the installed build, so no target runs a stale core after a Rust edit.
 install:  ## install uv if missing, then the package (release build of the Rust core) and dev tools
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	$(UV) sync --frozen --compile-bytecode
@@ -27,26 +35,18 @@ install:  ## install uv if missing, then the package (release build of the Rust 
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
 
-# The extension as `make install` builds it (release); `make test` and `make lint` rebuild it when a
-# Rust source is newer than it, so they never run a stale core after a Rust edit.
-CORE_SO  := python/fastrag/_core.abi3.so
-RUST_SRC := $(shell find rust -name '*.rs') Cargo.toml Cargo.lock
-
-$(CORE_SO): $(RUST_SRC)
-	$(UV) sync --frozen --inexact --reinstall-package fastrag
-	@touch $@
-
-dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles; `uv sync --reinstall-package fastrag` restores the release build
+dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles (run pytest directly); `make install`, which every Python target runs first, restores the release build
 	$(RUN) maturin develop --uv --profile dev
 
-data:  ## unpack the vLLM corpus into data/raw and copy the public datasets into data/datasets
+data:  ## the vLLM corpus into data/raw (from ../shared, else downloaded from the package index, sha256 checked); the public datasets into data/datasets
 	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
-	elif [ -f "$(CORPUS_TGZ)" ]; then mkdir -p data/raw && tar -xzf "$(CORPUS_TGZ)" -C data/raw && echo "unpacked $(CORPUS_TGZ) into data/raw"; \
-	else echo "no corpus at $(CORPUS_TGZ): put vllm-0.10.1.tar.gz there (or set CORPUS_TGZ=...), or unpack the vLLM 0.10.1 source tree into $(CORPUS_DIR)"; exit 1; fi
+	else python3 scripts/fetch_corpus.py --dest $(CORPUS_DIR) --archive "$(CORPUS_TGZ)" --project $(CORPUS_PROJECT) \
+	  --version $(CORPUS_VERSION) --sha256 $(CORPUS_SHA256) --size $(CORPUS_BYTES); fi
 	@if [ -d "$(SHARED)/datasets" ]; then mkdir -p $(DATASETS) && cp -r "$(SHARED)/datasets/." $(DATASETS)/ && echo "copied datasets into $(DATASETS)"; \
-	else echo "no datasets at $(SHARED)/datasets: copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS)"; fi
+	elif [ -d "$(DATASETS)/AnsweredQuestions" ] && [ -d "$(DATASETS)/UnansweredQuestions" ]; then echo "datasets already in $(DATASETS)"; \
+	else echo "no datasets at $(SHARED)/datasets nor in $(DATASETS): they are not on the package index; copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS) (or set SHARED=...)"; fi
 
-index: ## build (or update) the index of the corpus
+index: install  ## build (or update) the index of the corpus
 	$(PY) -m fastrag index
 
 run: install data index  ## the main job: index vLLM, search both public sets, evaluate, print recall
@@ -59,10 +59,10 @@ run: install data index  ## the main job: index vLLM, search both public sets, e
 	$(PY) -m fastrag search "$(QUESTION)" --k 5
 	$(PY) -m fastrag answer "$(QUESTION)" --k 5 --model smollm2
 
-answer:  ## answer the public docs questions from their search results with SmolLM2 (offline model)
+answer: install  ## answer the public docs questions from their search results with SmolLM2 (offline model)
 	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json --model smollm2
 
-test: data $(CORE_SO)  ## the whole suite: Rust unit tests, then pytest (rebuilds the extension first if a Rust source changed)
+test: install data  ## the whole suite (installs first: a no-op when up to date, a rebuild of the core when a Rust source changed): Rust unit tests, then pytest
 	cargo test --quiet
 	$(RUN) pytest -q
 
@@ -80,8 +80,8 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(BENCH_STEP) plots -- $(PY) benches/plots.py
 	$(PY) benches/report.py finish
 
-lint: $(CORE_SO)  ## ruff, flake8, mypy (the exercise's flags), stubtest of _core.pyi against the extension, cargo fmt --check, cargo clippy
-	$(RUN) ruff check python tests benches
+lint: install  ## ruff, flake8, mypy (the exercise's flags), stubtest of _core.pyi against the extension, cargo fmt --check, cargo clippy
+	$(RUN) ruff check python tests benches scripts
 	$(RUN) flake8 .
 	$(RUN) mypy . --warn-return-any --warn-unused-ignores --ignore-missing-imports --disallow-untyped-defs --check-untyped-defs
 	$(RUN) mypy --strict python/fastrag
@@ -91,10 +91,10 @@ lint: $(CORE_SO)  ## ruff, flake8, mypy (the exercise's flags), stubtest of _cor
 	cargo clippy --all-targets -- -D warnings
 
 format:  ## apply ruff and cargo formatting
-	$(RUN) ruff format python tests benches
+	$(RUN) ruff format python tests benches scripts
 	cargo fmt
 
-debug:  ## run a search under pdb
+debug: install  ## run a search under pdb
 	$(PY) -m pdb -m fastrag search "$(QUESTION)" --k 5
 
 clean:  ## remove caches, the index and outputs
@@ -114,17 +114,17 @@ cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker
 	$(PY) benches/cv.py --index-ablation
 
 .PHONY: ablation
-ablation: data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
+ablation: install data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
 	$(PY) benches/ablation.py
 
 .PHONY: server bench-server
 SERVER_HOST  ?= 127.0.0.1
 SERVER_PORT  ?= 5000
 SERVER_MODEL ?=
-server:  ## HTTP API + page on http://127.0.0.1:5000 (SERVER_HOST, SERVER_PORT; SERVER_MODEL=smollm2 offline); Ctrl-C stops
+server: install  ## HTTP API + page on http://127.0.0.1:5000 (SERVER_HOST, SERVER_PORT; SERVER_MODEL=smollm2 offline); Ctrl-C stops
 	$(PY) -m fastrag serve --host $(SERVER_HOST) --port $(SERVER_PORT) $(if $(SERVER_MODEL),--model $(SERVER_MODEL))
 
-bench-server:  ## 1000 /search requests, 8 concurrent, to a real server (p50/p99, req/s); refreshes benches/RESULTS.md
+bench-server: install  ## 1000 /search requests, 8 concurrent, to a real server (p50/p99, req/s); refreshes benches/RESULTS.md
 	$(PY) benches/server_load.py
 
 .PHONY: fuzz fuzz-long

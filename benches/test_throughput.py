@@ -18,8 +18,11 @@ import pytest
 from common import DISPLAY_ROOT, ROOT, SETS
 
 from conftest import BenchLog  # type: ignore[attr-defined]  # benches/conftest.py, not tests/
+from fastrag.cli import Commands
+from fastrag.config import MODES
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, IndexReport, build_index
+from fastrag.indexing.chunking import chunk_file
 from fastrag.retrieval.retriever import Retriever
 
 K = 10
@@ -71,39 +74,69 @@ def test_reindex_unchanged(benchmark: Any, bench_log: BenchLog, corpus: Path, in
     bench_log.add("build_index, nothing changed", f"{report.files} files checked", benchmark)
 
 
-def _mode_kwargs(retriever: Retriever, mode: str) -> dict[str, Any]:
-    """``{"mode": mode}`` for a Retriever that has search modes; skips a non-default mode it lacks."""
-    if "mode" in inspect.signature(retriever.search_many).parameters:
-        return {} if mode == "default" else {"mode": mode}
-    if mode != "default":
-        pytest.skip(f"this Retriever has no search mode {mode!r}")
-    return {}
+def resolve_mode(case: str, command: str, retriever: Retriever) -> tuple[str, str]:
+    """The mode a bench case runs and its label.
+
+    ``default`` is the mode ``python -m fastrag <command>`` uses without ``--mode``, read from the
+    command's own signature (so it follows the CLI's default wherever that is defined), on the
+    index a plain ``index`` builds; any other case is that mode itself. The label says whether
+    the index has vectors: hybrid on an index without them runs the lexical path.
+    """
+    mode = str(inspect.signature(getattr(Commands, command)).parameters["mode"].default) if case == "default" else case
+    assert mode in MODES
+    vectors = "with vectors" if retriever.index.has_vectors else "no vectors"
+    return mode, f"{case} mode ({mode}, {vectors})" if case == "default" else f"{mode} mode"
 
 
-@pytest.mark.parametrize("mode", ["default", "lexical"])
+@pytest.mark.parametrize("case", ["default", "lexical"])
 def test_search_single(
-    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], mode: str
+    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], case: str
 ) -> None:
     """``Retriever.search``, one question per call (cycling through the 200 public questions)."""
-    kwargs = _mode_kwargs(retriever, mode)
+    mode, label = resolve_mode(case, "search", retriever)
     cycle = itertools.cycle(questions)
-    hits = benchmark(lambda: retriever.search(next(cycle), K, **kwargs))
+    hits = benchmark(lambda: retriever.search(next(cycle), K, mode=mode))
     assert len(hits) == K
-    bench_log.add(f"Retriever.search, {mode} mode", f"1 question, k={K}", benchmark)
+    bench_log.add(f"Retriever.search, {label}", f"1 question, k={K}", benchmark)
 
 
-@pytest.mark.parametrize("mode", ["default", "lexical"])
+@pytest.mark.parametrize("case", ["default", "lexical"])
 def test_search_many_1000(
-    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], mode: str
+    benchmark: Any, bench_log: BenchLog, retriever: Retriever, questions: list[str], case: str
 ) -> None:
     """``Retriever.search_many`` of 1000 questions (the 200 public ones repeated) in one call."""
-    kwargs = _mode_kwargs(retriever, mode)
+    mode, label = resolve_mode(case, "search_dataset", retriever)
     batch = list(itertools.islice(itertools.cycle(questions), 1000))
     results = benchmark.pedantic(
-        retriever.search_many, args=(batch, K), kwargs=kwargs, rounds=5, iterations=1, warmup_rounds=1
+        retriever.search_many, args=(batch, K), kwargs={"mode": mode}, rounds=5, iterations=1, warmup_rounds=1
     )
     assert len(results) == 1000 and all(results)
-    bench_log.add(f"Retriever.search_many, {mode} mode", f"1000 questions, k={K}", benchmark)
+    bench_log.add(f"Retriever.search_many, {label}", f"1000 questions, k={K}", benchmark)
+
+
+@pytest.mark.parametrize("name", ["big.py", "big.md", "big.txt"])
+def test_chunk_one_megabyte_line(benchmark: Any, bench_log: BenchLog, name: str) -> None:
+    """``chunk_file`` of a single 1 MB line (a string literal), per chunker; the suite checks its work is linear."""
+    text = "x = '" + "ab c" * 250_000 + "'\n"
+    chunks = benchmark.pedantic(chunk_file, args=(name, text, 2000, 800), rounds=3, iterations=1)
+    assert chunks and all(c.end - c.start <= 2000 for c in chunks)
+    bench_log.add(f"chunk_file, 1 MB single line, {name}", f"{len(chunks)} chunks", benchmark)
+
+
+def test_chunk_corpus(benchmark: Any, bench_log: BenchLog, corpus: Path) -> None:
+    """``chunk_file`` over every ``.py``/``.md``/``.txt`` file of the corpus (read beforehand), target 800."""
+    texts = [
+        (str(path), path.read_text(encoding="utf-8"))
+        for path in sorted(corpus.rglob("*"))
+        if path.suffix in (".py", ".md", ".txt") and path.is_file()
+    ]
+
+    def chunk_all() -> int:
+        return sum(len(chunk_file(path, text, 2000, 800)) for path, text in texts)
+
+    chunks = benchmark.pedantic(chunk_all, rounds=2, iterations=1)
+    assert len(texts) > 1900 and chunks > len(texts)
+    bench_log.add("chunk_file, whole corpus", f"{len(texts)} files → {chunks} chunks", benchmark)
 
 
 def test_search_dataset_subprocess(benchmark: Any, bench_log: BenchLog, index_dir: Path, tmp_path: Path) -> None:

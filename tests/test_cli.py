@@ -81,9 +81,18 @@ def test_gibberish_query_matches_nothing_without_error(indexed: Path) -> None:
     assert result.err_lines == ["no match"]
 
 
-def test_numeric_query_is_treated_as_text(indexed: Path) -> None:
-    result = run_cli("search", "7.0", cwd=indexed)
-    assert result.code == 0 and "Traceback" not in result.err
+@pytest.mark.parametrize(
+    ("query", "path"), [("1e5", "docs/batch.md"), ("0x1F", "docs/mask.md"), ("1_000", "docs/slots.md")]
+)
+def test_numeric_query_is_treated_as_text(workdir: Path, query: str, path: str) -> None:
+    """A query that reads as a number is searched as typed (read as a number, ``1e5`` would be ``100000.0``)."""
+    (workdir / "repo/docs/batch.md").write_text("# Batches\n\nA batch holds at most 1e5 tokens.\n")
+    (workdir / "repo/docs/mask.md").write_text("# Masks\n\nThe default mask is 0x1F.\n")
+    (workdir / "repo/docs/slots.md").write_text("# Slots\n\nThe scheduler keeps 1_000 slots.\n")
+    assert run_cli("index", "--repo_path", "repo", cwd=workdir).code == 0
+    result = run_cli("search", query, "--k", "1", cwd=workdir)
+    assert result.code == 0, result.err
+    assert f"repo/{path}" in result.out.partition("\n")[0], (result.out, result.err)
 
 
 # ----------------------------------------------------------------------------- bad input

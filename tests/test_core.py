@@ -33,11 +33,13 @@ def py_line_starts(s: str) -> list[int]:
 # --- offsets ---------------------------------------------------------------------------------
 
 
+@settings(deadline=None)
 @given(TEXT)
 def test_line_starts_match_python(s: str) -> None:
     assert _core.line_starts(s) == py_line_starts(s)
 
 
+@settings(deadline=None)
 @given(TEXT)
 def test_byte_char_conversions_match_python(s: str) -> None:
     chars = list(range(len(s) + 1))
@@ -112,7 +114,7 @@ def test_tokenize_options() -> None:
         _core.tokenize("x", min_len=-1)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.text(), st.booleans(), st.integers(0, 4))
 def test_tokenize_never_fails(text: str, stopwords: bool, min_len: int) -> None:
     tokens = _core.tokenize(text, stopwords=stopwords, min_len=min_len)

@@ -10,6 +10,7 @@ killed runs, unreadable files) live in ``test_robustness.py`` and ``test_odd_rep
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
-from fastrag.cli import main
+from fastrag.cli import Commands, main
 
 HUGE = str(10**30)
 DS = "ds/dataset_docs_edge.json"  # a valid question set, written by the fixture
@@ -78,6 +79,7 @@ CASES: dict[str, Case] = {
     "search_dataset save dir is a file": case(1, "search_dataset", "--dataset_path", DS, "--save_directory", "a_file"),
     "search_dataset would overwrite input": case(1, "search_dataset", "--dataset_path", DS, "--save_directory", "ds"),
     "search_dataset bad mode": case(2, "search_dataset", "--dataset_path", DS, "--mode", "x"),
+    "search_dataset missing index_dir": case(1, "search_dataset", "--dataset_path", DS, "--index_dir", "nowhere"),
     # evaluate
     "evaluate no flags": case(2, "evaluate"),
     "evaluate no dataset flag": case(2, "evaluate", "--student_search_results_path", RESULTS),
@@ -97,12 +99,15 @@ CASES: dict[str, Case] = {
     "index repo is a file": case(1, "index", "--repo_path", "a_file"),
     "index empty repo": case(1, "index", "--repo_path", "empty_repo"),
     "index bad vectors": case(2, "index", "--repo_path", "repo", "--vectors", "sometimes"),
+    "index index_dir is a file": case(1, "index", "--repo_path", "repo", "--index_dir", "a_file"),
     # answer: checked before any model is loaded
     "answer empty question": case(2, "answer", ""),
     "answer blank question": case(2, "answer", "\n\n"),
     **{f"answer --k {k}": case(2, "answer", "lora", "--k", k) for k in ["-1", "abc", "2.5", HUGE]},
     **{f"answer --max_new_tokens {n}": case(2, "answer", "lora", "--max_new_tokens", n) for n in ["0", "x", "5000"]},
     "answer model that does not exist": case(1, "answer", "lora", "--model", "no/such/model.gguf"),
+    "answer missing index_dir": case(1, "answer", "lora", "--index_dir", "nowhere"),
+    "answer save dir is a file": case(1, "answer", "lora", "--k", "0", "--save_directory", "a_file"),
     # answer_dataset
     "answer_dataset no flags": case(2, "answer_dataset"),
     "answer_dataset missing file": case(1, "answer_dataset", "--student_search_results_path", "bad/none.json"),
@@ -118,6 +123,15 @@ CASES: dict[str, Case] = {
                                               "--max_new_tokens", "0"),
     "answer_dataset save dir is a file": case(1, "answer_dataset", "--student_search_results_path", RESULTS,
                                               "--save_directory", "a_file"),
+    "answer_dataset model that does not exist": case(1, "answer_dataset", "--student_search_results_path", RESULTS,
+                                                     "--model", "no/such/model.gguf"),
+    # serve: refused before anything listens
+    **{f"serve --port {p}": case(2, "serve", "--port", p) for p in ["-1", "65536", "abc"]},
+    "serve empty host": case(2, "serve", "--host", " "),
+    "serve host that cannot be bound": case(1, "serve", "--host", "256.1.1.1", "--port", "0"),
+    "serve empty token": case(2, "serve", "--host", "0.0.0.0", "--token", " "),
+    "serve empty allowed host": case(2, "serve", "--host", "0.0.0.0", "--allowed_host", "box.lan",
+                                     "--allowed_host", ""),
     # no such command
     "unknown command": case(2, "reindex"),
 }
@@ -148,10 +162,37 @@ def snapshot(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != ".lock"}  # fmt: skip
 
 
+#: Flags no value of which fails before work starts, and why.
+NO_BAD_VALUE = {
+    ("evaluate", "show_missed"): "a switch: any value is read as true or false",
+    ("serve", "index_dir"): "a missing index is served as 'no index yet' (POST /index builds it)",
+    ("serve", "model"): "the model is resolved on the first question, not at start",
+}
+
+
+def cli_flags() -> dict[tuple[str, str], int]:
+    """Every ``(command, parameter)`` the CLI takes, with its position, read from the commands' signatures."""
+    commands = inspect.getmembers(Commands, inspect.isfunction)
+    return {(name, flag): i for name, fn in commands if not name.startswith("_")
+            for i, flag in enumerate(list(inspect.signature(fn).parameters)[1:])}  # fmt: skip
+
+
+def covered(case: Case) -> set[tuple[str, str]]:
+    """The parameters a case gives a value to: its ``--flags``, and its first parameter if given by position."""
+    command, *rest = case.args
+    names = {(command, arg[2:]) for arg in rest if arg.startswith("--")}
+    if rest and not rest[0].startswith("--"):
+        names |= {flag for flag, i in cli_flags().items() if flag[0] == command and i == 0}
+    return names
+
+
 def test_the_suite_is_large_enough() -> None:
-    assert len(CASES) >= 40
-    assert {c.args[0] for c in CASES.values()} >= {"index", "search", "search_dataset", "evaluate", "answer",
-                                                   "answer_dataset"}  # fmt: skip
+    """Every command of the CLI, and every parameter of each, has at least one bad-input case in the table."""
+    flags = set(cli_flags())
+    assert {c.args[0] for c in CASES.values()} >= {command for command, _ in flags}, "a command without a case"
+    missing = flags - set().union(*map(covered, CASES.values())) - set(NO_BAD_VALUE)
+    assert not missing, f"parameters without a bad-input case: {sorted(missing)}"
+    assert set(NO_BAD_VALUE) <= flags  # no stale exemption
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -18,16 +18,21 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "fastrag"
 
 #: The pipeline, earliest stage first; inside a stage, modules (or sub-packages) earliest first.
 STAGES: list[tuple[str, list[str]]] = [
-    ("foundation", ["fastrag._core", "fastrag.errors", "fastrag.config", "fastrag.schemas", "fastrag.arguments"]),
+    (
+        "foundation",
+        ["fastrag._core", "fastrag.errors", "fastrag.faults", "fastrag.config", "fastrag.schemas", "fastrag.arguments"],
+    ),
     (
         "indexing",
         [
             "fastrag.indexing.corpus",
             "fastrag.indexing.chunking",
             "fastrag.indexing.storage",
+            "fastrag.indexing.workers",
             "fastrag.indexing.embed",
             "fastrag.indexing.vectors",
             "fastrag.indexing.generations",
+            "fastrag.indexing.sources",
             "fastrag.indexing.builder",
         ],
     ),
@@ -60,6 +65,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.errors",
             "fastrag.server.cache",
             "fastrag.server.texts",
+            "fastrag.server.auth",
             "fastrag.server.safety",
             "fastrag.server.schemas",
             "fastrag.server.live",

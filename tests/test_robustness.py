@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_repo
+from fastrag.faults import PAUSE_ENV
 from fastrag.indexing.builder import build_index
 from fastrag.indexing.generations import load_index
 from fastrag.retrieval.retriever import Retriever
@@ -110,51 +112,82 @@ def big_repo(root: Path, files: int = 400) -> Path:
     return root
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.3, 0.6, 0.9, 1.3])
-def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, delay: float) -> None:
+def start_paused(args: list[str], cwd: Path, point: str) -> subprocess.Popen[bytes]:
+    """Start ``python -m fastrag *args`` in its own process group; return once it is paused at ``point``.
+
+    The pause points (:mod:`fastrag.faults`) make the kill land at a known moment inside the work.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, PAUSE_ENV: point},
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    marker, seen = f"fastrag: paused at {point}\n".encode(), b""
+    deadline = time.monotonic() + 120
+    while marker not in seen:
+        ready, _, _ = select.select([proc.stderr], [], [], max(deadline - time.monotonic(), 0))
+        chunk = os.read(proc.stderr.fileno(), 65536) if ready else b""
+        if not chunk:
+            kill_group(proc)
+            pytest.fail(f"{args[0]} never paused at {point}: {seen.decode(errors='replace')[-2000:]}")
+        seen += chunk
+    return proc
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process and its children (chunking workers), then reap it."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("point", ["chunking", "chunked", "staged", "renamed", "before-rename:CURRENT"])
+def test_sigkill_during_index_keeps_previous_index(tmp_path: Path, point: str) -> None:
+    """Killed at any moment of an index run before publication, the previous index stays live and whole."""
     write_repo(tmp_path / "repo")
     assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
     before = run_cli("search", "lora adapter", cwd=tmp_path).out
     assert before
+    current = (tmp_path / "data/processed/CURRENT").read_bytes()
 
     big_repo(tmp_path / "repo")  # a lot to do for the next run
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fastrag", "index", "--repo_path", "repo"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGKILL)  # the indexer and its chunking workers
-    proc.wait()
+    proc = start_paused(["index", "--repo_path", "repo"], tmp_path, point)
+    kill_group(proc)
+    assert proc.returncode == -signal.SIGKILL
 
+    assert (tmp_path / "data/processed/CURRENT").read_bytes() == current  # killed before publication
+    assert not [p for p in load_index(tmp_path / "data/processed").chunks.paths if "/gen/" in p]
     after = run_cli("search", "lora adapter", cwd=tmp_path)
     assert after.code == 0, after.err
-    index = load_index(tmp_path / "data/processed")
-    if proc.returncode == -signal.SIGKILL and "gen/" not in "".join(index.chunks.paths):
-        assert after.out == before  # killed before publishing: the old index, untouched
-    # either way the live index is whole, and the next run completes and cleans up
+    assert after.out == before  # the old index, untouched
+    # the next run completes, publishes the new files and cleans up what the killed one left
     assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
+    assert [p for p in load_index(tmp_path / "data/processed").chunks.paths if "/gen/" in p]
     assert not [p for p in (tmp_path / "data/processed").iterdir() if p.name.endswith(".tmp")]
 
 
 def test_killed_search_dataset_keeps_previous_output(indexed: Path) -> None:
+    """Killed between writing its new output and renaming it into place, the old output stays whole."""
     dataset = write_dataset(indexed / "dataset_docs_k.json", [LORA_TRUTH])
     assert run_cli("search_dataset", "--dataset_path", str(dataset), cwd=indexed).code == 0
     output = indexed / "data/output/search_results/dataset_docs_k.json"
     saved = output.read_bytes()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fastrag", "search_dataset", "--dataset_path", str(dataset)],
-        cwd=indexed,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(0.15)
-    proc.kill()
-    proc.wait()
-    data = output.read_bytes()
-    assert data == saved or json.loads(data)["search_results"]  # old file or a whole new one
+    assert json.loads(saved)["k"] == 10
+
+    args = ["search_dataset", "--dataset_path", str(dataset), "--k", "3"]  # a different output
+    proc = start_paused(args, indexed, f"before-rename:{output.name}")
+    kill_group(proc)
+    assert proc.returncode == -signal.SIGKILL
+
+    assert output.read_bytes() == saved  # the old output, untouched
+    # the kill fell inside the write: the whole new output sits in the temporary sibling
+    (temp,) = output.parent.glob(f".{output.name}.*.tmp")
+    assert json.loads(temp.read_bytes())["k"] == 3
 
 
 # ----------------------------------------------------------------------------- readers vs writer

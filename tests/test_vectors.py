@@ -48,6 +48,19 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return Embedder.resolve(cache_dir=tmp_path_factory.mktemp("ov-cache"))
 
 
+#: Static-shape and dynamic-shape requests run different kernels, whose rounding depends on the CPU's
+#: instruction set (AVX2, AVX-512 VNNI, AMX): measured cosines range from 0.99985 to 0.99999. What must
+#: hold on every CPU is the meaning: the same vector up to this cosine, and the same nearest document.
+SAME_VECTOR_COSINE = 0.999
+
+
+def assert_same_meaning(embedder: Embedder, a: np.ndarray, b: np.ndarray) -> None:
+    """``a`` and ``b`` embed the same text by two roads: nearly equal, and the same nearest reference text."""
+    assert float(a @ b) >= SAME_VECTOR_COSINE
+    refs = embedder.embed([INSTALL, SCHEDULER, LORA])
+    assert int(np.argmax(refs @ a)) == int(np.argmax(refs @ b))
+
+
 def unit(n: int, seed: int = 0) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
     out: np.ndarray = x / np.linalg.norm(x, axis=1, keepdims=True)
@@ -91,7 +104,7 @@ def test_truncation_and_queries(embedder: Embedder) -> None:
     # short queries: static-shape requests, the same vector alone or in any batch, ~ embed()'s
     batch = embedder.embed_queries(["what is vLLM?", INSTALL, LORA, SCHEDULER] * 5)
     assert np.array_equal(batch[0], q[0]) and np.array_equal(batch[16], q[0])
-    assert float(batch[0] @ embedder.embed(["what is vLLM?"])[0]) > 0.9999
+    assert_same_meaning(embedder, batch[0], embedder.embed(["what is vLLM?"])[0])
     # a query longer than the widest static shape goes through embed() itself
     assert max(embedder.token_counts([long_b])) > max(QUERY_WIDTHS)
     assert np.array_equal(embedder.embed_queries([long_b])[0], embedder.embed([long_b])[0])
@@ -153,7 +166,7 @@ def test_every_static_query_shape_gives_the_same_vectors(embedder: Embedder) -> 
         for n in range(2, len(queries) + 1):  # every static shape, each also padded with filler rows
             assert np.array_equal(embedder.embed_queries(queries[:n]), vectors[:n]), (width, n)
         # the static request agrees with the dynamic-shape one up to kernel rounding
-        assert float(vectors[0] @ embedder.embed([queries[0]])[0]) > 0.9999
+        assert_same_meaning(embedder, vectors[0], embedder.embed([queries[0]])[0])
     # mixed widths and the dynamic road in one batch: one call per width, each row as alone
     mixed = [q for q in QUESTIONS if q.strip()] * 3
     assert len({static_width(embedder, q) for q in mixed}) == len(QUERY_WIDTHS) + 1

@@ -268,12 +268,15 @@ class Commands:
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
         )
 
+    @raw_text("token", "allowed_host")
     def serve(
         self,
         host: Any = "127.0.0.1",
         port: Any = 5000,
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         model: Any = None,
+        token: Any = None,
+        allowed_host: Any = None,
     ) -> None:
         """Serve the HTTP API and the page (search, streamed answers, indexing) until Ctrl-C.
 
@@ -281,18 +284,29 @@ class Commands:
         first question) in memory. Paths given to the API must lie in data/.
 
         Args:
-            host: address to listen on (default 127.0.0.1: this machine only).
+            host: address to listen on (default 127.0.0.1: this machine only). Any other address
+                requires a bearer token on every request but /healthz.
             port: TCP port (0..65535; 0 picks a free one).
             index_dir: where the index lives.
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            token: the bearer token (default: $FASTRAG_TOKEN, else one generated and printed on stderr
+                when the host is not loopback); open the page as /?token=<token>.
+            allowed_host: a Host name the server answers to (repeatable; default: the loopback names
+                and the bound address).
         """
         address = text_arg("--host", host).strip()
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
+        secret = None if token is None else text_arg("--token", token).strip()
+        hosts = () if allowed_host is None else tuple(
+            h.strip() for h in text_arg("--allowed_host", allowed_host).split(REPEATED_SEP)
+        )  # fmt: skip
+        if not all(hosts):
+            raise UsageError(f"--allowed_host has an empty name: {allowed_host!r}")
         from fastrag.server import serve  # FastAPI is imported by this command only
 
-        serve(address, number, folder, name)
+        serve(address, number, folder, name, token=secret, allowed_hosts=hosts)
 
 
 def _target_size(max_chunk_size: int) -> int:
@@ -307,6 +321,37 @@ def _fire_error(component_trace: Any) -> None:
     _status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
 
 
+#: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
+REPEATED_FLAGS = ("--allowed_host",)
+REPEATED_SEP = "\n"
+
+
+def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> list[str]:
+    """``argv`` with every repeated ``--flag value`` (or ``--flag=value``) merged into the first one.
+
+    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``.
+    """
+    out: list[str] = []
+    where: dict[str, int] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        flag, eq, inline = arg.partition("=")
+        if flag in flags and (eq or i + 1 < len(argv)):
+            value = inline if eq else argv[i + 1]
+            i += 1 if eq else 2
+            if flag in where:
+                out[where[flag]] += REPEATED_SEP + value
+            else:
+                out.append(flag)
+                where[flag] = len(out)
+                out.append(value)
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit status."""
     import fire
@@ -314,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
 
     fire.core._DisplayError = _fire_error  # one line instead of a usage dump
     try:
-        fire.Fire(Commands(), command=argv, name="fastrag")
+        fire.Fire(Commands(), command=join_repeated(sys.argv[1:] if argv is None else argv), name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
     except UserError as exc:

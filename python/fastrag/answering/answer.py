@@ -188,14 +188,18 @@ def answer(
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     spans: list[MinimalSource] = []
+    reader = SpanReader()
     if k > 0:
+        from fastrag.indexing.sources import SourceRoot
         from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
-        spans = hits_to_sources(Retriever.open(index_dir).search(question, k))
+        retriever = Retriever.open(index_dir)
+        spans = hits_to_sources(retriever.search(question, k))
+        reader = SpanReader(SourceRoot.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
         generator = load_generator(resolve_model(model))
-        prompt = prompt_for(generator, question, spans, budget, SpanReader(), block_similarity())
+        prompt = prompt_for(generator, question, spans, budget, reader, block_similarity())
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
         result.prompt_tokens, result.load = done.prompt_tokens, generator.info

@@ -145,9 +145,14 @@ def _terms_batch(texts: list[str]) -> list[list[str]]:
 
 
 class SpanReader:
-    """Reads span texts, each file once (:func:`~fastrag.indexing.corpus.read_text`)."""
+    """Reads span texts, each file once (:func:`~fastrag.indexing.corpus.read_text`).
 
-    def __init__(self) -> None:
+    ``locate`` says where the file a result names is (default: the path as written, relative to the
+    working directory; :meth:`fastrag.indexing.sources.SourceRoot.locate` resolves it through the index).
+    """
+
+    def __init__(self, locate: Callable[[str], Path] = Path) -> None:
+        self._locate = locate
         self._files: dict[str, str] = {}
         self._headings: dict[str, tuple[list[int], list[str]]] = {}
 
@@ -156,7 +161,7 @@ class SpanReader:
         cached = self._files.get(file_path)
         if cached is None:
             try:
-                cached = read_text(Path(file_path))
+                cached = read_text(self._locate(file_path))
             except OSError as exc:
                 raise UserError(f"cannot read source {file_path}: {exc.strerror or exc}") from exc
             self._files[file_path] = cached

@@ -19,7 +19,6 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from tqdm import tqdm
 from fastrag import _core
 from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
 from fastrag.errors import UsageError, UserError
+from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
 from fastrag.indexing.chunking.layers import heading_lines, markdown_layers
@@ -41,6 +41,7 @@ from fastrag.indexing.generations import (
     publish,
 )
 from fastrag.indexing.storage import write_json_atomic
+from fastrag.indexing.workers import worker_pool
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -195,6 +196,8 @@ def build_index(
     if not repo_path.is_dir():
         what = "does not exist" if not repo_path.exists() else "is not a directory"
         raise UserError(f"repository path {repo_path} {what}")
+    if index_dir.exists() and not index_dir.is_dir():
+        raise UserError(f"index directory {index_dir} is not a directory")
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = walk(repo_path)
     if not entries:
@@ -210,7 +213,9 @@ def build_index(
         else:
             to_chunk.append(entry)
     chunked = 0
-    for entry, outcome in _chunk_files(repo_path, to_chunk, params, progress, workers):
+    for n, (entry, outcome) in enumerate(_chunk_files(repo_path, to_chunk, params, progress, workers)):
+        if n == 0:
+            pause_point("chunking")
         if isinstance(outcome, Skipped):
             skipped.append(outcome)
             continue
@@ -220,6 +225,7 @@ def build_index(
         else:
             chunked += 1
         records[entry.rel_path] = outcome
+    pause_point("chunked")
     removed = sum(1 for rel in previous if rel not in records)
     reused = len(records) - chunked
     n_chunks = sum(len(r.chunks) for r in records.values())
@@ -277,7 +283,7 @@ def _chunk_files(
     progress: bool,
     workers: int | None,
 ) -> Iterator[tuple[FileEntry, FileRecord | Skipped]]:
-    """Read and chunk ``entries``, in worker processes when there are many."""
+    """Read and chunk ``entries``, in worker processes when there are many (see :mod:`fastrag.indexing.workers`)."""
     jobs = [(str(repo_path / e.rel_path), e, params) for e in entries]
     bar = tqdm(total=len(jobs), desc="chunking", unit="file", disable=not progress or not jobs)
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
@@ -287,7 +293,7 @@ def _chunk_files(
                 yield job[1], _chunk_one(job)
                 bar.update()
         else:
-            with ProcessPoolExecutor(max_workers=n_workers) as pool:
+            with worker_pool(n_workers) as pool:  # workers die with this process, Ctrl-C stops them at once
                 for job, outcome in zip(jobs, pool.map(_chunk_one, jobs, chunksize=16)):
                     yield job[1], outcome
                     bar.update()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastrag import _core
 from fastrag.errors import UserError
+from fastrag.faults import pause_point
 from fastrag.indexing.storage import fsync_dir, write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -63,8 +64,10 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
         try:
             write(staging)
             fsync_dir(staging)
+            pause_point("staged")
             final = index_dir / gen_id
             os.replace(staging, final)
+            pause_point("renamed")
             write_bytes_atomic(index_dir / CURRENT_FILE, gen_id.encode())
             fsync_dir(index_dir)
         except BaseException:

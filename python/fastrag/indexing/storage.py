@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fastrag.faults import pause_point
+
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + fsync + rename)."""
@@ -22,6 +24,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        pause_point(f"before-rename:{path.name}")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

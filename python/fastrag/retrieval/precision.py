@@ -32,13 +32,13 @@ import math
 import posixpath
 from collections.abc import Callable, Sequence
 from importlib import resources
-from pathlib import Path
 from typing import Protocol
 
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.generations import LoadedIndex
+from fastrag.indexing.sources import SourceRoot
 from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
@@ -240,9 +240,7 @@ class FileTexts:
 
     def __init__(self, index: LoadedIndex) -> None:
         self.index = index
-        self.repo = Path(str(index.manifest.get("repo_path") or ""))
-        root = str(index.manifest.get("display_root") or "")
-        self.prefix = f"{root}/" if root else ""
+        self.sources = SourceRoot.of(index.manifest)
         self._digests: dict[str, str] | None = None
         self._texts: dict[str, str | None] = {}
 
@@ -253,14 +251,12 @@ class FileTexts:
         return self._texts[path]
 
     def _read(self, path: str) -> str | None:
-        if not path.startswith(self.prefix):
-            return None
-        rel = path[len(self.prefix) :]
-        digest = self._fingerprints().get(rel)
+        rel = self.sources.relative(path)
+        digest = self._fingerprints().get(rel) if rel is not None else None
         if digest is None:
             return None
         try:
-            return read_indexed_text(self.repo / rel, digest)
+            return read_indexed_text(self.sources.locate(path), digest)
         except UserError:
             return None
 

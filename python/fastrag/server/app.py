@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastrag.config import DEFAULT_INDEX_DIR
 from fastrag.errors import UserError
 from fastrag.server.answers import Answerer
+from fastrag.server.auth import Access
 from fastrag.server.errors import status_of
 from fastrag.server.live import LiveIndex
 from fastrag.server.responses import error_response, logger
@@ -40,6 +41,7 @@ def create_app(
     *,
     models_dir: Path | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    access: Access | None = None,
     cache_size: int = CACHE_SIZE,
     max_body: int = MAX_BODY_BYTES,
 ) -> FastAPI:
@@ -47,14 +49,20 @@ def create_app(
 
     Paths given to the API must lie in ``data_dir``; they are relative to its parent, the project root
     (as result paths such as ``data/raw/vllm-0.10.1/README.md`` are). ``models_dir`` defaults to
-    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header (see :class:`Guard`).
+    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
+    (see :class:`Guard` and :mod:`fastrag.server.auth`).
     """
     data = Path(os.path.abspath(data_dir))
     root = data.parent
     index = Path(os.path.abspath(index_dir))
     models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
     live = LiveIndex(index, models)
-    texts = SourceTexts(root)
+
+    def locate(file_path: str) -> Path:  # through the generation in memory: any working directory
+        current = live.loaded
+        return current.sources.locate(file_path) if current is not None else Path(file_path)
+
+    texts = SourceTexts(root, locate=locate)
 
     def corpus_roots() -> list[Path]:  # of the generation in memory: checking paths never loads an index
         current = live.loaded
@@ -87,7 +95,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.fastrag = services
-    app.add_middleware(Guard, max_body=max_body, allowed_hosts=allowed_hosts)
+    app.add_middleware(Guard, max_body=max_body, allowed_hosts=allowed_hosts, access=access)
     _errors(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -15,18 +15,20 @@ from pathlib import Path
 
 from fastrag.errors import UserError
 from fastrag.indexing.generations import CURRENT_FILE, current_generation, load_index
+from fastrag.indexing.sources import SourceRoot
 from fastrag.retrieval.retriever import Hit, Retriever
 from fastrag.server.errors import ApiError
 
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """One loaded generation: its retriever, its name, and the files it indexes."""
+    """One loaded generation: its retriever, its name, the files it indexes and where they are."""
 
     retriever: Retriever
     generation: str
     paths: frozenset[str]
     corpus_root: Path | None
+    sources: SourceRoot
 
     def search(self, query: str, k: int, mode: str) -> list[Hit]:
         """Search this generation; safe on many threads at once (concurrent queries are embedded together)."""
@@ -82,6 +84,7 @@ class LiveIndex:
                     loaded.path.name,
                     frozenset(loaded.chunks.paths),
                     Path(repo) if isinstance(repo, str) and repo else None,
+                    SourceRoot.of(loaded.manifest),
                 )
                 self.reloads += 1
             self._stamp = stamp

@@ -92,10 +92,14 @@ async def healthz(s: App) -> dict[str, Any]:
     openapi_extra=schemas.query_doc(SpanRequest),
 )
 async def span(s: App, args: SpanArgs) -> Response:
-    """The text and line range of ``path[start:end]``, for a file of the live index only."""
-    path = s.confinement.check("path", args.path)
+    """The text and line range of ``path[start:end]``, for a file of the live index only.
+
+    ``path`` is a result's ``file_path`` (read where the index recorded its repository), or a path
+    inside ``data/`` naming one.
+    """
     live = await run_in_threadpool(s.results.current)
-    name = s.confinement.display(path)
+    indexed = isinstance(args.path, str) and args.path in live.paths
+    name = args.path if indexed else s.confinement.display(s.confinement.check("path", args.path))
     if name not in live.paths:
         raise ApiError(404, f"{args.path} is not a file of the index")
     found = await run_in_threadpool(s.texts.get, name)

@@ -5,19 +5,15 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastrag.config import DEFAULT_INDEX_DIR
 from fastrag.errors import UserError
 from fastrag.server.app import create_app
+from fastrag.server.auth import LOOPBACK_NAMES, access_for, is_loopback
 
-#: Host names a loopback-bound server answers to (anything else is refused: DNS rebinding).
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or ``localhost``."""
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+__all__ = ["LOOPBACK_NAMES", "address", "bind", "is_loopback", "serve"]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -49,19 +45,30 @@ def serve(
     index_dir: Path = DEFAULT_INDEX_DIR,
     model: str | None = None,
     data_dir: Path = Path("data"),
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the index and the model on ``host:port`` until interrupted (Ctrl-C).
 
     Prints ``fastrag serving on http://host:port`` once the socket listens. A loopback server only
-    answers requests addressed to a loopback name.
+    answers requests addressed to a loopback name; any other bind asks for a bearer token and
+    answers only ``allowed_hosts`` (see :func:`fastrag.server.auth.access_for`). A token generated
+    here is printed once, on stderr.
     """
     import uvicorn
 
     sock = bind(host, port)
-    app = create_app(index_dir, data_dir, model, allowed_hosts=LOOPBACK_NAMES if is_loopback(host) else None)
+    exposure = access_for(host, token, allowed_hosts)
+    app = create_app(index_dir, data_dir, model, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
     services = app.state.fastrag
     live = services.live.peek()
     print(f"fastrag serving on {address(sock)}", flush=True)
+    if not is_loopback(host):
+        print(f"fastrag: answering Host names {', '.join(exposure.allowed_hosts)} only (add more with --allowed_host)",
+              file=sys.stderr)  # fmt: skip
+    if exposure.generated:
+        print(f"fastrag: access token {exposure.access.token} (open the page as /?token=<token>; "
+              f"set --token or $FASTRAG_TOKEN to choose it)", file=sys.stderr, flush=True)  # fmt: skip
     if live is None:
         print(f"fastrag: no index in {index_dir} yet: POST /index or run `python -m fastrag index`", file=sys.stderr)
     logging.getLogger("fastrag.server").addHandler(logging.StreamHandler(sys.stderr))

@@ -5,8 +5,9 @@
   inside ``data/`` (or inside the corpus the live index was built from, which the operator chose).
 - :class:`Guard`: an ASGI middleware that bounds the request body (declared ``Content-Length`` and the
   bytes actually received), refuses cross-origin writes (a web page elsewhere posting a form to the
-  local server) and unexpected ``Host`` headers (DNS rebinding), and adds security headers to every
-  response (a content security policy that allows nothing but this server's own assets).
+  local server), unexpected ``Host`` headers (DNS rebinding) and, off loopback, requests without the
+  bearer token (:mod:`fastrag.server.auth`), and adds security headers to every response (a content
+  security policy that allows nothing but this server's own assets).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 from fastrag.arguments import path_arg
 from fastrag.errors import UsageError
+from fastrag.server.auth import Access
 from fastrag.server.errors import BodyTooLarge
 
 Scope = MutableMapping[str, Any]
@@ -93,16 +95,23 @@ def _host_name(value: str) -> str:
 
 
 class Guard:
-    """ASGI middleware: body bound, same-origin writes, ``Host`` allow-list, security headers.
+    """ASGI middleware: body bound, same-origin writes, ``Host`` allow-list, bearer token, security headers.
 
-    ``allowed_hosts`` (host names, any port) is checked only when given: :func:`fastrag.server.run.serve`
-    passes the loopback names when it binds a loopback address.
+    ``allowed_hosts`` (host names, any port) is checked only when given, ``access`` (token, ``Origin`` on
+    writes) likewise: :func:`fastrag.server.run.serve` passes both (see :func:`fastrag.server.auth.access_for`).
     """
 
-    def __init__(self, app: App, max_body: int = MAX_BODY_BYTES, allowed_hosts: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        max_body: int = MAX_BODY_BYTES,
+        allowed_hosts: Sequence[str] | None = None,
+        access: Access | None = None,
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower().strip("[]") for h in allowed_hosts)
+        self.access = access or Access()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -143,6 +152,11 @@ class Guard:
         host = headers.get("host", "")
         if self.allowed_hosts is not None and _host_name(host) not in self.allowed_hosts:
             return 400, f"unexpected Host header {host!r}"
+        method = scope.get("method", "GET")
+        denied = self.access.refusal(scope.get("path", ""), scope.get("query_string", b""), headers,
+                                     write=method not in SAFE_METHODS)  # fmt: skip
+        if denied is not None:
+            return denied
         declared = headers.get("content-length")
         if declared is not None:
             if not declared.strip().isdigit():
@@ -151,13 +165,14 @@ class Guard:
                 return 413, f"request body too large: at most {self.max_body} bytes"
         origin = headers.get("origin")
         cross_origin = origin is not None and (origin == "null" or urlsplit(origin).netloc.lower() != host.lower())
-        if cross_origin and scope.get("method", "GET") not in SAFE_METHODS:
+        if cross_origin and method not in SAFE_METHODS:
             return 403, f"cross-origin request refused (Origin {origin!r})"
         return None
 
 
 async def _send_error(send: Send, status: int, message: str) -> None:
     body = json.dumps({"error": message}).encode()
+    challenge = [(b"www-authenticate", b'Bearer realm="fastrag"')] if status == 401 else []
     await send(
         {
             "type": "http.response.start",
@@ -165,6 +180,7 @@ async def _send_error(send: Send, status: int, message: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *challenge,
                 *SECURITY_HEADERS,
             ],
         }

@@ -1,4 +1,5 @@
-"""The text of indexed files, read relative to the project root: span snippets and line numbers.
+"""The text of indexed files, found through the live index (else relative to the project root): span snippets
+and line numbers.
 
 Search results and cited spans are shown with their text and their line range; files are read once and
 kept in an LRU cache bounded by characters (cleared when the live index changes: offsets belong to it).
@@ -6,6 +7,7 @@ kept in an LRU cache bounded by characters (cleared when the live index changes:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +37,17 @@ class FileText:
 
 
 class SourceTexts:
-    """Reads indexed files under ``root`` (:func:`~fastrag.indexing.corpus.read_text`, as the prompt does)."""
+    """Reads indexed files (:func:`~fastrag.indexing.corpus.read_text`, as the prompt does).
 
-    def __init__(self, root: Path, max_chars: int = MAX_CACHED_CHARS) -> None:
+    ``locate`` says where the file a result names is (see :meth:`fastrag.indexing.sources.SourceRoot.locate`);
+    a relative answer, or a path when there is no ``locate``, is read under ``root``.
+    """
+
+    def __init__(
+        self, root: Path, max_chars: int = MAX_CACHED_CHARS, locate: Callable[[str], Path] | None = None
+    ) -> None:
         self.root = root
+        self._locate = locate
         self._cache: LruCache[str, FileText] = LruCache(max_chars, lambda found: len(found.text) + 1)
 
     def get(self, file_path: str) -> FileText | None:
@@ -46,7 +55,7 @@ class SourceTexts:
         found = self._cache.get(file_path)
         if found is None:
             try:
-                found = FileText(read_text(self.root / file_path))
+                found = FileText(read_text(self.root / (self._locate(file_path) if self._locate else file_path)))
             except OSError:
                 return None
             self._cache.put(file_path, found)

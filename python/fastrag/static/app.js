@@ -1,5 +1,7 @@
 // The page: search (GET /search), ask (POST /answer, streamed as server-sent events read with fetch),
 // and a dialog showing a cited span (GET /span). Everything comes from this server.
+// A server bound off loopback wants a bearer token: the page is opened as /?token=..., and every
+// request sends that token as `Authorization: Bearer` (never in a URL of its own).
 "use strict";
 
 (() => {
@@ -18,6 +20,14 @@
   const citedHeading = $("cited-heading");
   const dialog = $("span-dialog");
   const CITATION = /\[([^\[\]\s:]+):(\d+)-(\d+)\]/g;
+  const TOKEN = new URLSearchParams(window.location.search).get("token");
+
+  // fetch with the page's token, if it was opened with one
+  function call(url, init = {}) {
+    const headers = new Headers(init.headers || {});
+    if (TOKEN) headers.set("authorization", `Bearer ${TOKEN}`);
+    return fetch(url, { ...init, headers, referrerPolicy: "no-referrer" });
+  }
 
   function say(message, isError = false) {
     status.textContent = message;
@@ -89,7 +99,7 @@
     searchButton.disabled = true;
     try {
       const url = `/search?${new URLSearchParams({ query: p.query, k: String(p.k), mode: p.mode })}`;
-      const response = await fetch(url, { headers: { accept: "application/json" } });
+      const response = await call(url, { headers: { accept: "application/json" } });
       if (!response.ok) {
         say(await errorOf(response), true);
         return;
@@ -190,7 +200,7 @@
     const started = performance.now();
     let text = "";
     try {
-      const response = await fetch("/answer", {
+      const response = await call("/answer", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream" },
         body: JSON.stringify({ query: p.query, k: p.k, mode: p.mode, stream: true }),
@@ -238,7 +248,7 @@
     code.replaceChildren();
     if (!dialog.open) dialog.showModal();
     try {
-      const response = await fetch(spanUrl(path, start, end));
+      const response = await call(spanUrl(path, start, end));
       if (!response.ok) {
         $("span-where").textContent = await errorOf(response);
         return;

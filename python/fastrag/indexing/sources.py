@@ -1,0 +1,42 @@
+"""Where an indexed file lies on disk, whatever the working directory.
+
+Results name a file as ``<display root>/<path in the repository>``: the display root is the repository
+as ``index`` was given it, relative to the directory it ran in when below it (``data/raw/vllm-0.10.1``
+from the project root), else absolute. Every generation's manifest also records the repository's
+absolute root (``repo_path``), and everything that reads an indexed file resolves its result path
+through it, so that searches, answers and the server read the right file from any directory. A path
+that does not start with the display root (a results file made elsewhere) is read as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRoot:
+    """How one index names its files (``display_root``) and where they are (``repo_root``, absolute)."""
+
+    display_root: str
+    repo_root: Path | None
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> SourceRoot:
+        """The roots a generation's manifest records (no ``repo_root`` when it has none)."""
+        shown, repo = manifest.get("display_root"), manifest.get("repo_path")
+        return cls(shown if isinstance(shown, str) else "", Path(repo) if isinstance(repo, str) and repo else None)
+
+    def relative(self, file_path: str) -> str | None:
+        """The path inside the repository of the file shown as ``file_path``; ``None`` when not one of its files."""
+        if not self.display_root:
+            return None if Path(file_path).is_absolute() else file_path
+        prefix = self.display_root.rstrip("/") + "/"
+        return file_path[len(prefix) :] if file_path.startswith(prefix) else None
+
+    def locate(self, file_path: str) -> Path:
+        """Where the file shown as ``file_path`` is: under the recorded root, else ``file_path`` as written."""
+        rel = self.relative(file_path) if self.repo_root is not None else None
+        return self.repo_root / rel if self.repo_root is not None and rel is not None else Path(file_path)

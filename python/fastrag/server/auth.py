@@ -1,0 +1,96 @@
+"""Who may talk to the server: loopback by default; a bearer token and named hosts off loopback.
+
+Bound to a loopback address, the server answers only requests addressed to a loopback name (a web
+page elsewhere cannot reach it through DNS rebinding) and asks for nothing else. Bound to any other
+address, anyone on the network can reach it, so :func:`access_for`:
+
+- requires a bearer token on every request but ``/healthz`` and the page's static assets (the same
+  files for everyone, no index data): ``--token``, else ``$FASTRAG_TOKEN``, else one generated with
+  :mod:`secrets` and printed once on stderr;
+- keeps an explicit list of ``Host`` names (``--allowed_host``, repeatable; by default the loopback
+  names and the bound address);
+- refuses state-changing requests that carry no ``Origin`` header (a browser always sends one).
+
+The page is opened as ``/?token=...``: that one route also takes the token from the query string, and
+the page's script sends it as ``Authorization: Bearer`` with every request. The token never reaches a
+log (the access log is off and errors log the path only) nor a ``Referer`` (``no-referrer``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+#: Host names a loopback-bound server answers to (anything else is refused: DNS rebinding).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+#: Environment variable holding the token when ``--token`` is not given.
+TOKEN_ENV = "FASTRAG_TOKEN"
+#: Paths open without the token: the health check, and the page's static assets.
+OPEN_PATHS = frozenset({"/healthz"})
+OPEN_PREFIXES = ("/static/",)
+#: The page: takes the token from its query string too (``/?token=...``).
+PAGE_PATH = "/"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    return host in LOOPBACK_NAMES or host.startswith("127.")
+
+
+@dataclass(frozen=True)
+class Access:
+    """What a request must show: the ``token`` (``None``: none needed), an ``Origin`` on writes."""
+
+    token: str | None = None
+    origin_on_writes: bool = False
+
+    def refusal(self, path: str, query: bytes, headers: Mapping[str, str], write: bool) -> tuple[int, str] | None:
+        """``(status, message)`` refusing the request, or ``None`` to let it through."""
+        if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
+            presented = _bearer(headers.get("authorization", ""))
+            if presented is None and path == PAGE_PATH:
+                presented = parse_qs(query.decode("latin-1")).get("token", [None])[-1]
+            if presented is None or not hmac.compare_digest(presented.encode(), self.token.encode()):
+                return 401, "a bearer token is required: Authorization: Bearer <token> (the page: /?token=<token>)"
+        if self.origin_on_writes and write and "origin" not in headers:
+            return 403, "a request that changes something must carry an Origin header"
+        return None
+
+
+def _bearer(value: str) -> str | None:
+    scheme, _, credentials = value.strip().partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" and credentials.strip() else None
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """How a server bound to some address is guarded; ``generated`` when the token was made here."""
+
+    access: Access
+    allowed_hosts: tuple[str, ...]
+    generated: bool = False
+
+
+def access_for(
+    host: str,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Exposure:
+    """The guard of a server bound to ``host``: loopback as before, anything else behind a token.
+
+    ``token`` and ``allowed_hosts`` are the command line's; a token given on a loopback bind is required
+    too. Off loopback, a missing token comes from ``env`` (default ``os.environ``) or is generated.
+    """
+    environ = os.environ if env is None else env
+    loopback = is_loopback(host)
+    hosts = tuple(allowed_hosts) or (LOOPBACK_NAMES if loopback else (*LOOPBACK_NAMES, host))
+    if loopback:
+        return Exposure(Access(token=token or None), hosts)
+    chosen = token or environ.get(TOKEN_ENV, "").strip() or None
+    generated = chosen is None
+    return Exposure(Access(token=chosen or secrets.token_urlsafe(32), origin_on_writes=True), hosts, generated)

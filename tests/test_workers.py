@@ -1,0 +1,170 @@
+"""The indexer's chunking workers die with it: ``kill -9`` of the indexer alone, or Ctrl-C.
+
+Each test indexes a small repository, grows it so that the next ``index`` has thousands of files to
+chunk in worker processes, and interrupts that run at a moment known to be inside the work: once its
+progress line reports chunked files (the workers have started and returned results). Then no worker
+may remain, and the previous index must still answer the same.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import run_cli, write_repo
+
+#: Files added for the interrupted run: a few seconds of chunking on 2 cores.
+EXTRA_FILES = 2400
+#: How long the workers may take to go once the indexer is gone (their parent watch polls every 0.5 s).
+GONE_WITHIN_S = 5.0
+WAIT_S = 120
+PROGRESS = re.compile(r"chunking:.*?(\d+)/(\d+) \[")
+
+
+def grow(root: Path, files: int = EXTRA_FILES) -> None:
+    """Add ``files`` Python modules of about 6 KB each under ``root/gen``."""
+    body = "".join(
+        f"def function_{i}(value: int) -> int:\n    '''Step {i} of the pipeline.'''\n    return value + {i}\n\n"
+        for i in range(80)
+    )
+    (root / "gen").mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        (root / "gen" / f"module_{i}.py").write_text(f"# module {i}\n{body}")
+
+
+class Indexer:
+    """``python -m fastrag index`` in its own session, its progress read from stderr as it comes."""
+
+    def __init__(self, cwd: Path) -> None:
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fastrag", "index", "--repo_path", "repo"],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # its own process group: Ctrl-C is sent to the group, as a terminal does
+        )
+        self.err = ""
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        while block := os.read(self.proc.stderr.fileno(), 4096):
+            with self._lock:
+                self.err += block.decode("utf-8", errors="replace")
+
+    def progress(self) -> tuple[int, int]:
+        """The last ``done/total`` of the chunking progress line, ``(0, 0)`` before it."""
+        with self._lock:
+            found = PROGRESS.findall(self.err.replace("\r", "\n"))
+        return (int(found[-1][0]), int(found[-1][1])) if found else (0, 0)
+
+    def wait_chunked(self, fraction: float) -> tuple[int, int]:
+        """Wait until at least one file, and ``fraction`` of them, are chunked; the indexer still running."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            done, total = self.progress()
+            if total and done >= max(1, fraction * total):
+                return done, total
+            assert self.proc.poll() is None, f"the indexer ended before the marker: {self.err[-500:]!r}"
+            time.sleep(0.01)
+        pytest.fail(f"no progress marker within {WAIT_S} s: {self.err[-500:]!r}")
+
+    def workers(self) -> list[psutil.Process]:
+        """The indexer's child processes now."""
+        children: list[psutil.Process] = psutil.Process(self.proc.pid).children(recursive=True)
+        return children
+
+    def finish(self) -> int:
+        """The indexer's exit status, once its stderr is read (to its end, unless a leftover worker holds it)."""
+        code = self.proc.wait(WAIT_S)
+        self._reader.join(GONE_WITHIN_S)
+        return code
+
+    def cleanup(self) -> None:
+        """Never leave a process behind, whatever the test's outcome."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait(WAIT_S)
+
+
+def still_running(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``processes`` that still run (a zombie waiting for init counts as gone)."""
+    alive = []
+    for p in processes:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def wait_gone(processes: list[psutil.Process], within: float = GONE_WITHIN_S) -> list[psutil.Process]:
+    deadline = time.monotonic() + within
+    while (alive := still_running(processes)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A project with a small repository indexed; the search output before anything else happens."""
+    write_repo(tmp_path / "repo")
+    assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
+    before = run_cli("search", "lora adapter", cwd=tmp_path)
+    assert before.code == 0 and "repo/docs/lora.md" in before.out
+    grow(tmp_path / "repo")
+    yield tmp_path, before.out
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.5], ids=["first-files-chunked", "half-chunked"])
+def test_sigkill_of_the_indexer_leaves_no_worker(project: tuple[Path, str], fraction: float) -> None:
+    cwd, before = project
+    indexer = Indexer(cwd)
+    try:
+        done, total = indexer.wait_chunked(fraction)
+        workers = indexer.workers()
+        assert workers, "the indexer has no worker processes"
+        os.kill(indexer.proc.pid, signal.SIGKILL)  # the indexer alone, as `kill -9 PID` does
+        assert indexer.finish() == -signal.SIGKILL
+        left = wait_gone(workers)
+        assert not left, f"workers left {GONE_WITHIN_S} s after the kill at {done}/{total}: {[p.pid for p in left]}"
+    finally:
+        indexer.cleanup()
+    after = run_cli("search", "lora adapter", cwd=cwd)
+    assert after.code == 0 and after.out == before  # the previous index, untouched
+
+
+def test_ctrl_c_stops_the_indexer_and_its_workers_with_one_line(project: tuple[Path, str]) -> None:
+    cwd, before = project
+    indexer = Indexer(cwd)
+    try:
+        indexer.wait_chunked(0.0)
+        workers = indexer.workers()
+        assert workers
+        os.killpg(indexer.proc.pid, signal.SIGINT)  # what Ctrl-C does: SIGINT to the whole foreground group
+        code = indexer.finish()
+        assert not still_running(workers)  # stopped before the indexer exits, not after
+    finally:
+        indexer.cleanup()
+    assert code == 130, (code, indexer.err[-1000:])
+    lines = [line for line in re.split(r"[\r\n]", indexer.err) if line.strip() and not PROGRESS.search(line)]
+    assert lines == ["fastrag: interrupted"], indexer.err[-2000:]
+    after = run_cli("search", "lora adapter", cwd=cwd)
+    assert after.code == 0 and after.out == before
