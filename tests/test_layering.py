@@ -18,7 +18,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "fastrag"
 
 #: The pipeline, earliest stage first; inside a stage, modules (or sub-packages) earliest first.
 STAGES: list[tuple[str, list[str]]] = [
-    ("foundation", ["fastrag._core", "fastrag.errors", "fastrag.config", "fastrag.schemas", "fastrag.arguments"]),
+    (
+        "foundation",
+        [
+            "fastrag._core",
+            "fastrag.errors",
+            "fastrag.config",
+            "fastrag.schemas",
+            "fastrag.languages",
+            "fastrag.arguments",
+        ],
+    ),
     (
         "indexing",
         [
@@ -35,6 +45,7 @@ STAGES: list[tuple[str, list[str]]] = [
         "retrieval",
         [
             "fastrag.retrieval.query",
+            "fastrag.retrieval.filters",
             "fastrag.retrieval.lexical",
             "fastrag.retrieval.fusion",
             "fastrag.retrieval.batching",

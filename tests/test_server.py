@@ -113,7 +113,7 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
     paths = schema["paths"]
     assert set(paths) >= {"/search", "/answer", "/index", "/search_dataset", "/healthz", "/span"}
     assert {"get", "post"} <= set(paths["/search"])
-    assert {p["name"] for p in paths["/search"]["get"]["parameters"]} == {"query", "k", "mode"}
+    assert {p["name"] for p in paths["/search"]["get"]["parameters"]} == {"query", "k", "mode", "path", "lang"}
     body = paths["/answer"]["post"]["requestBody"]["content"]
     assert {"application/json", "application/x-www-form-urlencoded"} <= set(body)
     assert "stream" in body["application/json"]["schema"]["properties"]
@@ -157,6 +157,25 @@ def test_search_get_json_and_form_agree(client: TestClient, project: Path) -> No
 def test_search_finds_the_lora_files(client: TestClient) -> None:
     results = client.get("/search", params={"query": LORA_QUESTION, "k": 5}).json()["results"]
     assert {r["file_path"] for r in results} >= {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}
+
+
+def test_search_filters_by_path_and_language(client: TestClient) -> None:
+    def paths(response: Any) -> set[str]:
+        assert response.status_code == 200, response.text
+        return {r["file_path"] for r in response.json()["results"]}
+
+    query = {"query": LORA_QUESTION, "k": 5}
+    docs = client.get("/search", params={**query, "path": "docs/**"})
+    assert paths(docs) == {"data/raw/repo/docs/lora.md"} and docs.json()["filter"] == {
+        "path": ["docs/**"],
+        "lang": None,
+    }
+    both = client.get("/search", params=[*query.items(), ("path", "docs/lora.md"), ("path", "pkg/*.py")])
+    assert paths(both) == {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}
+    assert paths(client.post("/search", json={**query, "lang": "python"})) == {"data/raw/repo/pkg/engine.py"}
+    assert paths(client.post("/search", data={**query, "path": "*.md", "lang": "md"})) == {"data/raw/repo/docs/lora.md"}
+    assert_error(client.get("/search", params={**query, "lang": "klingon"}), 400, "lang must be one of python")
+    assert_error(client.post("/search", json={**query, "path": [3]}), 400, "path needs a glob")
 
 
 def test_search_cache_hits_then_index_change_invalidates(tmp_path: Path) -> None:

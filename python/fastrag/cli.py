@@ -84,9 +84,15 @@ class Commands:
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
             _status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
-    @raw_text("query")
+    @raw_text("query", "path", "lang")
     def search(
-        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = DEFAULT_MODE
+        self,
+        query: Any,
+        k: Any = DEFAULT_K,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        mode: Any = DEFAULT_MODE,
+        path: Any = None,
+        lang: Any = None,
     ) -> None:
         """Print the k spans that best answer QUERY.
 
@@ -95,18 +101,24 @@ class Commands:
             k: how many spans (1..10).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
+            path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
+            lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
         """
+        from fastrag.retrieval.filters import SearchFilter
         from fastrag.retrieval.retriever import Retriever
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
-        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n, mode_arg(mode))
+        chosen = SearchFilter.parse(_globs(path), lang)
+        retriever = Retriever.open(path_arg("index_dir", index_dir))
+        hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
             _status("no match")
             return
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
 
+    @raw_text("path", "lang")
     def search_dataset(
         self,
         dataset_path: Any = None,
@@ -114,6 +126,8 @@ class Commands:
         save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         mode: Any = DEFAULT_MODE,
+        path: Any = None,
+        lang: Any = None,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -123,8 +137,11 @@ class Commands:
             save_directory: folder of the output file (named after the dataset).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid.
+            path: only files matching this glob (repeatable: any may match).
+            lang: only files of this language (or a suffix such as py).
         """
         from fastrag.evaluation.search_dataset import search_dataset
+        from fastrag.retrieval.filters import SearchFilter
 
         if dataset_path is None:
             raise UsageError("--dataset_path is required")
@@ -136,6 +153,7 @@ class Commands:
             path_arg("index_dir", index_dir),
             progress=True,
             mode=mode_arg(mode),
+            search_filter=SearchFilter.parse(_globs(path), lang),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -295,6 +313,41 @@ class Commands:
         serve(address, number, folder, name)
 
 
+#: How :func:`main` joins the values of a repeated ``--path`` into the one value Fire passes on.
+_GLOB_SEPARATOR = "\x1f"
+#: Flags that may be given more than once.
+_REPEATABLE = ("--path",)
+
+
+def _globs(value: Any) -> Any:
+    """The globs of ``--path`` (several when it was repeated; see :func:`_merge_repeated`)."""
+    if isinstance(value, str) and _GLOB_SEPARATOR in value:
+        return value.split(_GLOB_SEPARATOR)
+    return value
+
+
+def _merge_repeated(argv: list[str]) -> list[str]:
+    """``argv`` with every repeated flag of :data:`_REPEATABLE` given once (Fire keeps only the last)."""
+    out: list[str] = []
+    slot: dict[str, int] = {}  # flag -> index of its value in out
+    i = 0
+    while i < len(argv):
+        flag, eq, value = argv[i].partition("=")
+        if flag in _REPEATABLE and (eq or i + 1 < len(argv)):
+            if not eq:
+                i += 1
+                value = argv[i]
+            if flag in slot:
+                out[slot[flag]] += _GLOB_SEPARATOR + value
+            else:
+                slot[flag] = len(out) + 1
+                out.extend([flag, value])
+        else:
+            out.append(argv[i])
+        i += 1
+    return out
+
+
 def _target_size(max_chunk_size: int) -> int:
     from fastrag.config import CHUNK_TARGET_SIZE
 
@@ -314,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
     fire.core._DisplayError = _fire_error  # one line instead of a usage dump
     try:
-        fire.Fire(Commands(), command=argv, name="fastrag")
+        fire.Fire(Commands(), command=_merge_repeated(sys.argv[1:] if argv is None else argv), name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
     except UserError as exc:

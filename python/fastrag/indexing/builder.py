@@ -35,6 +35,7 @@ from fastrag.indexing.chunking.layers import markdown_layers
 from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.indexing.generations import FORMAT_VERSION, current_generation, publish
 from fastrag.indexing.storage import write_json_atomic
+from fastrag.languages import looked_for
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -182,7 +183,7 @@ def build_index(
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = walk(repo_path)
     if not entries:
-        raise UserError(f"no indexable files under {repo_path}")
+        raise UserError(f"no indexable files under {repo_path} (looked for {looked_for()})")
 
     previous = _load_previous(index_dir, params, root)
     records: dict[str, FileRecord] = {}

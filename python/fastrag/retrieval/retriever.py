@@ -85,18 +85,26 @@ class Retriever:
         """Load the live index of ``index_dir``."""
         return cls(load_index(index_dir), models_dir)
 
-    def search(self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None, allowed: bytes | None = None
+    ) -> list[Hit]:
         """The ``k`` best spans for ``query``; empty for a blank query or ``k <= 0``."""
-        return self.search_many([query], k, mode, precision)[0]
+        return self.search_many([query], k, mode, precision, allowed)[0]
 
     def search_many(
-        self, queries: Sequence[str], k: int, mode: str = DEFAULT_MODE, precision: bool | None = None
+        self,
+        queries: Sequence[str],
+        k: int,
+        mode: str = DEFAULT_MODE,
+        precision: bool | None = None,
+        allowed: bytes | None = None,
     ) -> list[list[Hit]]:
         """:meth:`search` for many queries at once (batched: one native call, one model call).
 
         ``mode`` is ``lexical``, ``vector`` or ``hybrid``; ``hybrid`` on an index without
         vectors is lexical. ``precision``: run the precision stage on each retriever's
-        candidates before fusion (default :data:`PRECISION`).
+        candidates before fusion (default :data:`PRECISION`). ``allowed``: one byte per chunk, nonzero
+        where it may be returned (:meth:`fastrag.retrieval.filters.SearchFilter.mask`); ``None``: any.
         """
         precise = PRECISION if precision is None else precision
         if mode not in MODES:
@@ -110,8 +118,8 @@ class Retriever:
         depth = max(k * OVERFETCH, FUSION_DEPTH) if mode == "hybrid" else k * OVERFETCH
         if precise:
             depth = max(depth, PRECISION_DEPTH)
-        lexical = self.lexical.search_many(clean, depth) if mode != "vector" else None
-        vector = self._vector_search(clean, depth) if mode != "lexical" and self.index.has_vectors else None
+        lexical = self.lexical.search_many(clean, depth, allowed) if mode != "vector" else None
+        vector = self._vector_search(clean, depth, allowed) if mode != "lexical" and self.index.has_vectors else None
         results: list[list[Hit]] = []
         for i, query in enumerate(clean):
             if not query:
@@ -153,11 +161,13 @@ class Retriever:
         )
         return [Hit(path, lo, hi, h.score) for (path, lo, hi), h in zip(spans, hits)]
 
-    def _vector_search(self, queries: list[str], depth: int) -> list[list[tuple[int, float]]]:
+    def _vector_search(
+        self, queries: list[str], depth: int, allowed: bytes | None = None
+    ) -> list[list[tuple[int, float]]]:
         vectors = self.index.vectors
         if vectors is None:
             return [[] for _ in queries]
-        return vectors.search(self._embed_queries()(queries), depth)
+        return vectors.search(self._embed_queries()(queries), depth, allowed=allowed)
 
     def prepare_vectors(self) -> None:
         """Load the embedding model and compile all its query requests now, not on the first searches.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fastrag.errors import UserError
 from fastrag.indexing.generations import CURRENT_FILE, current_generation, load_index
+from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, Retriever
 from fastrag.server.errors import ApiError
 
@@ -28,9 +29,10 @@ class Live:
     paths: frozenset[str]
     corpus_root: Path | None
 
-    def search(self, query: str, k: int, mode: str) -> list[Hit]:
-        """Search this generation; safe on many threads at once (concurrent queries are embedded together)."""
-        return self.retriever.search(query, k, mode)
+    def search(self, query: str, k: int, mode: str, search_filter: SearchFilter = NO_FILTER) -> list[Hit]:
+        """Search this generation (only the files ``search_filter`` accepts); safe on many threads at once
+        (concurrent queries are embedded together)."""
+        return self.retriever.search(query, k, mode, allowed=search_filter.mask(self.retriever.index))
 
 
 class LiveIndex:

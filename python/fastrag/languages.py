@@ -1,0 +1,99 @@
+"""The kinds of files fastrag reads: one table for the corpus walk, the chunkers and ``--lang``.
+
+Each :class:`Language` names the file suffixes (and whole file names) it covers and, where a
+well-kept tree-sitter grammar exists, the grammar the chunker parses it with (see
+:mod:`fastrag.indexing.chunking.syntax`). A suffix may belong to several languages for filtering
+(``.h`` is both C and C++ as far as ``--lang`` is concerned); the first language listing it decides
+how a file is chunked.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from fastrag.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """A kind of file: its name, suffixes (lower case, with the dot), whole file names and grammar."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    grammar: str | None = None
+
+
+#: Every kind of file indexed, in the order that decides a shared suffix's chunker.
+LANGUAGES: tuple[Language, ...] = (
+    Language("python", (".py", ".pyi")),
+    Language("markdown", (".md", ".markdown")),
+    Language("rst", (".rst",)),
+    Language("text", (".txt",)),
+    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl"), grammar="cpp"),
+    Language("c", (".c", ".h"), grammar="c"),
+    Language("cuda", (".cu", ".cuh"), grammar="cpp"),
+    Language("rust", (".rs",), grammar="rust"),
+    Language("go", (".go",), grammar="go"),
+    Language("java", (".java",), grammar="java"),
+    Language("kotlin", (".kt", ".kts"), grammar="kotlin"),
+    Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript"),
+    Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
+    Language("tsx", (".tsx",), grammar="tsx"),
+    Language("shell", (".sh", ".bash", ".zsh")),
+    Language("toml", (".toml",)),
+    Language("yaml", (".yaml", ".yml")),
+    Language("json", (".json",)),
+    Language("config", (".cfg", ".ini")),
+    Language("cmake", (".cmake",), names=("CMakeLists.txt",)),
+    Language("jinja", (".jinja",)),
+    Language("make", (), names=("Makefile",)),
+    Language("docker", (), names=("Dockerfile",)),
+)
+
+#: Language of every name ``--lang`` accepts.
+BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
+#: Suffixes of the files indexed.
+SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES for s in lang.suffixes)
+#: Files indexed by their whole name whatever their suffix.
+FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
+#: The grammar that chunks each suffix (first language listing it), for suffixes that have one.
+GRAMMARS: dict[str, str] = {}
+for _lang in reversed(LANGUAGES):
+    for _suffix in _lang.suffixes:
+        if _lang.grammar is not None:
+            GRAMMARS[_suffix] = _lang.grammar
+        else:
+            GRAMMARS.pop(_suffix, None)
+
+
+def is_indexed_name(name: str) -> bool:
+    """Whether a file name (no folder) is one fastrag indexes."""
+    return name in FILE_NAMES or os.path.splitext(name)[1].lower() in SUFFIXES
+
+
+def looked_for() -> str:
+    """The kinds of files indexed, as a message shows them."""
+    return ", ".join(sorted(SUFFIXES)) + " and files named " + ", ".join(sorted(FILE_NAMES))
+
+
+def is_language(lang: Language, path: str) -> bool:
+    """Whether the file at ``path`` (any folder prefix) is of ``lang``."""
+    name = path.rsplit("/", 1)[-1]
+    if name in FILE_NAMES:
+        return name in lang.names
+    return os.path.splitext(name)[1].lower() in lang.suffixes
+
+
+def language_arg(value: object, *, prefix: str = "--") -> Language:
+    """A ``--lang`` value: a language name or one of its suffixes (``python``, ``py``, ``.rs``), any case."""
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text:
+        if text in BY_NAME:
+            return BY_NAME[text]
+        suffix = text if text.startswith(".") else f".{text}"
+        found = next((lang for lang in LANGUAGES if suffix in lang.suffixes), None)
+        if found is not None:
+            return found
+    raise UsageError(f"{prefix}lang must be one of {', '.join(BY_NAME)} (or a file suffix), got {value!r}")
