@@ -83,6 +83,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.run",
         ],
     ),
+    ("agents", ["fastrag.mcp_server"]),
     ("command line", ["fastrag.cli", "fastrag.__main__", "fastrag"]),
 ]
 

@@ -312,6 +312,35 @@ class Commands:
 
         serve(address, number, folder, name)
 
+    def mcp(
+        self,
+        transport: Any = "stdio",
+        host: Any = "127.0.0.1",
+        port: Any = 8765,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        model: Any = None,
+    ) -> None:
+        """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
+
+        The index is opened once and followed when it is rebuilt; the model loads on the first answer.
+        See docs/mcp.md for an agent's configuration.
+
+        Args:
+            transport: stdio (default: the agent starts this process) or http (streamable HTTP on HOST:PORT/mcp).
+            host: address to listen on with http (default 127.0.0.1: this machine only).
+            port: TCP port with http (0..65535; 0 picks a free one).
+            index_dir: where the index lives.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+        """
+        chosen = text_arg("--transport", transport).strip()
+        address = text_arg("--host", host).strip()
+        number = int_arg("port", port, 0, 65535)
+        folder = path_arg("index_dir", index_dir)
+        name = None if model is None else text_arg("--model", model)
+        from fastrag.mcp_server import run  # the MCP SDK is imported by this command only
+
+        run(chosen, address, number, folder, name)
+
 
 #: How :func:`main` joins the values of a repeated ``--path`` into the one value Fire passes on.
 _GLOB_SEPARATOR = "\x1f"
