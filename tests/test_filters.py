@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
-from fastrag.errors import UsageError
+from fastrag.errors import UsageError, UserError
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import load_index
 from fastrag.indexing.vectors import DIM, VectorIndex
@@ -127,3 +127,22 @@ def test_cli_filters(index_dir: Path, tmp_path: Path) -> None:
     assert python.out.strip() and all(".py:" in line for line in python.out.splitlines())
     bad = run_cli("search", query, "--lang", "klingon", cwd=tmp_path)
     assert bad.code != 0 and bad.err_lines == [bad.err_lines[0]] and "--lang must be one of" in bad.err
+
+
+def test_file_kinds_of_any_repository(tmp_path: Path) -> None:
+    files = {
+        "src/main.go": "package main\n\nfunc main() {}\n",
+        "src/App.kt": 'fun main() = println("hi")\n',
+        "web/index.ts": "export const answer = 42;\n",
+        "web/package.json": '{"name": "web"}\n',
+        "data/tuning.json": '{"1": {"BLOCK_SIZE_M": 16}}\n',
+        "scripts/run.sh": "echo run\n",
+        "image.png": "not text",
+    }
+    write_repo(tmp_path / "repo", files)
+    report = build_index(tmp_path / "repo", tmp_path / "index", IndexParams(), display_root="repo", progress=False)
+    indexed = set(load_index(tmp_path / "index").chunks.paths)
+    assert report.files == 5 and "repo/data/tuning.json" not in indexed and "repo/web/package.json" in indexed
+    write_repo(tmp_path / "other", {"image.png": "x", "data.bin": "y"})
+    with pytest.raises(UserError, match=r"no indexable files under .*looked for .*\.rs.*Makefile.*package\.json"):
+        build_index(tmp_path / "other", tmp_path / "index2", IndexParams(), progress=False)

@@ -117,12 +117,11 @@ def test_stdio_session(project: Path, tiny_gguf: Path) -> None:
     )
 
     async def main() -> None:
-        with open(os.devnull, "w") as quiet:
-            async with stdio_client(params, errlog=quiet) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await exercise(session)
+        async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
+            await exercise(session)
 
-    anyio.run(main)
+    with open(os.devnull, "w") as quiet:
+        anyio.run(main)
 
 
 @pytest.fixture()
@@ -153,9 +152,8 @@ def http_server(project: Path, tiny_gguf: Path) -> Iterator[str]:
 def test_streamable_http_session(http_server: str) -> None:
     @asynccontextmanager
     async def session() -> AsyncIterator[ClientSession]:
-        async with streamable_http_client(http_server) as streams:
-            async with ClientSession(streams[0], streams[1]) as opened:
-                yield opened
+        async with streamable_http_client(http_server) as streams, ClientSession(streams[0], streams[1]) as opened:
+            yield opened
 
     async def main() -> None:
         async with session() as opened:

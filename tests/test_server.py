@@ -138,7 +138,7 @@ def test_page_and_assets_are_served_offline(client: TestClient) -> None:
 
 
 def test_search_get_json_and_form_agree(client: TestClient, project: Path) -> None:
-    params = {"query": "load_lora_adapter", "k": 3, "mode": "lexical"}
+    params: dict[str, Any] = {"query": "load_lora_adapter", "k": 3, "mode": "lexical"}
     by_get = client.get("/search", params=params).json()
     by_json = client.post("/search", json=params).json()
     by_form = client.post("/search", data={k: str(v) for k, v in params.items()}).json()
@@ -164,7 +164,7 @@ def test_search_filters_by_path_and_language(client: TestClient) -> None:
         assert response.status_code == 200, response.text
         return {r["file_path"] for r in response.json()["results"]}
 
-    query = {"query": LORA_QUESTION, "k": 5}
+    query: dict[str, Any] = {"query": LORA_QUESTION, "k": 5}
     docs = client.get("/search", params={**query, "path": "docs/**"})
     assert paths(docs) == {"data/raw/repo/docs/lora.md"} and docs.json()["filter"] == {
         "path": ["docs/**"],
