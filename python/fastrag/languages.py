@@ -1,10 +1,8 @@
 """The kinds of files fastrag reads: one table for the corpus walk, the chunkers and ``--lang``.
 
-Each :class:`Language` names the file suffixes (and whole file names) it covers and, where a
-well-kept tree-sitter grammar exists, the grammar the chunker parses it with (see
-:mod:`fastrag.indexing.chunking.syntax`). A suffix may belong to several languages for filtering
-(``.h`` is both C and C++ as far as ``--lang`` is concerned); the first language listing it decides
-how a file is chunked.
+Each :class:`Language` names the file suffixes (and whole file names) it covers. A suffix may belong to
+several languages (``.h`` is both C and C++ as far as ``--lang`` is concerned). How a file is chunked is
+decided by :func:`fastrag.indexing.chunking.chunk_file` from its suffix.
 """
 
 from __future__ import annotations
@@ -17,12 +15,11 @@ from fastrag.errors import UsageError
 
 @dataclass(frozen=True, slots=True)
 class Language:
-    """A kind of file: its name, suffixes (lower case, with the dot), whole file names and grammar."""
+    """A kind of file: its name, suffixes (lower case, with the dot) and whole file names."""
 
     name: str
     suffixes: tuple[str, ...]
     names: tuple[str, ...] = ()
-    grammar: str | None = None
 
 
 #: JSON files indexed: configuration, by its usual names.
@@ -33,22 +30,22 @@ JSON_CONFIG_NAMES = (
     "settings.json", "tasks.json", "extensions.json", "pyrightconfig.json", "biome.json",
 )  # fmt: skip
 
-#: Every kind of file indexed, in the order that decides a shared suffix's chunker.
+#: Every kind of file indexed.
 LANGUAGES: tuple[Language, ...] = (
     Language("python", (".py", ".pyi")),
     Language("markdown", (".md", ".markdown")),
     Language("rst", (".rst",)),
     Language("text", (".txt",)),
-    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl"), grammar="cpp"),
-    Language("c", (".c", ".h"), grammar="c"),
-    Language("cuda", (".cu", ".cuh"), grammar="cpp"),
-    Language("rust", (".rs",), grammar="rust"),
-    Language("go", (".go",), grammar="go"),
-    Language("java", (".java",), grammar="java"),
-    Language("kotlin", (".kt", ".kts"), grammar="kotlin"),
-    Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript"),
-    Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
-    Language("tsx", (".tsx",), grammar="tsx"),
+    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl")),
+    Language("c", (".c", ".h")),
+    Language("cuda", (".cu", ".cuh")),
+    Language("rust", (".rs",)),
+    Language("go", (".go",)),
+    Language("java", (".java",)),
+    Language("kotlin", (".kt", ".kts")),
+    Language("javascript", (".js", ".mjs", ".cjs", ".jsx")),
+    Language("typescript", (".ts", ".mts", ".cts")),
+    Language("tsx", (".tsx",)),
     Language("shell", (".sh", ".bash", ".zsh")),
     Language("toml", (".toml",)),
     Language("yaml", (".yaml", ".yml")),
@@ -69,14 +66,6 @@ BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
 SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES for s in lang.suffixes)
 #: Files indexed by their whole name whatever their suffix.
 FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
-#: The grammar that chunks each suffix (first language listing it), for suffixes that have one.
-GRAMMARS: dict[str, str] = {}
-for _lang in reversed(LANGUAGES):
-    for _suffix in _lang.suffixes:
-        if _lang.grammar is not None:
-            GRAMMARS[_suffix] = _lang.grammar
-        else:
-            GRAMMARS.pop(_suffix, None)
 
 
 def is_indexed_name(name: str) -> bool:
