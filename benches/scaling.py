@@ -61,8 +61,9 @@ from report import (
 from fastrag import _core
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import FileRecord, _indexed_texts
-from fastrag.indexing.corpus import TEXT_NAMES, decode, walk
+from fastrag.indexing.corpus import decode, walk
 from fastrag.indexing.generations import current_generation
+from fastrag.languages import FILE_NAMES
 
 WORK = BENCH_DIR / "scaling"
 SECTION = "## Scaling with corpus size"
@@ -171,7 +172,7 @@ class Renamer:
         parts = rel_path.split("/")
         out = [self.text(p, True) for p in parts[:-1]]
         name = parts[-1]
-        if name not in TEXT_NAMES:
+        if name not in FILE_NAMES:
             stem, dot, suffix = name.rpartition(".")
             name = f"{self.text(stem, True)}.{suffix}" if dot and stem else self.text(name, True)
         return "/".join([f"copy{self.copy}", *out, name])

@@ -66,6 +66,9 @@ CASES: dict[str, Case] = {
     "search missing index_dir": case(1, "search", "lora", "--index_dir", "nowhere"),
     "search index_dir is a file": case(1, "search", "lora", "--index_dir", "a_file"),
     "search unknown flag": case(2, "search", "lora", "--bogus", "1"),
+    "search empty path glob": case(2, "search", "lora", "--path", "docs/**", "--path", " "),
+    "search bad path glob": case(2, "search", "lora", "--path", "[z-a]"),
+    "search unknown lang": case(2, "search", "lora", "--lang", "klingon"),
     # search_dataset: every kind of bad file, bad k, bad save directory
     "search_dataset no dataset flag": case(2, "search_dataset"),
     "search_dataset missing file": case(1, "search_dataset", "--dataset_path", "bad/none.json"),
@@ -80,6 +83,8 @@ CASES: dict[str, Case] = {
     "search_dataset would overwrite input": case(1, "search_dataset", "--dataset_path", DS, "--save_directory", "ds"),
     "search_dataset bad mode": case(2, "search_dataset", "--dataset_path", DS, "--mode", "x"),
     "search_dataset missing index_dir": case(1, "search_dataset", "--dataset_path", DS, "--index_dir", "nowhere"),
+    "search_dataset empty path glob": case(2, "search_dataset", "--dataset_path", DS, "--path", ""),
+    "search_dataset unknown lang": case(2, "search_dataset", "--dataset_path", DS, "--lang", "."),
     # evaluate
     "evaluate no flags": case(2, "evaluate"),
     "evaluate no dataset flag": case(2, "evaluate", "--student_search_results_path", RESULTS),
@@ -132,6 +137,11 @@ CASES: dict[str, Case] = {
     "serve empty token": case(2, "serve", "--host", "0.0.0.0", "--token", " "),
     "serve empty allowed host": case(2, "serve", "--host", "0.0.0.0", "--allowed_host", "box.lan",
                                      "--allowed_host", ""),
+    # mcp: refused before the server reads stdin or listens
+    "mcp bad transport": case(2, "mcp", "--transport", "carrier-pigeon"),
+    **{f"mcp --port {p}": case(2, "mcp", "--transport", "http", "--port", p) for p in ["-1", "65536", "abc"]},
+    "mcp empty host": case(2, "mcp", "--transport", "http", "--host", " "),
+    "mcp host that cannot be bound": case(1, "mcp", "--transport", "http", "--host", "256.1.1.1", "--port", "0"),
     # no such command
     "unknown command": case(2, "reindex"),
 }
@@ -167,6 +177,8 @@ NO_BAD_VALUE = {
     ("evaluate", "show_missed"): "a switch: any value is read as true or false",
     ("serve", "index_dir"): "a missing index is served as 'no index yet' (POST /index builds it)",
     ("serve", "model"): "the model is resolved on the first question, not at start",
+    ("mcp", "index_dir"): "a missing index is served as 'no index yet' (the tools say so until one is built)",
+    ("mcp", "model"): "the model is resolved on the first answer, not at start",
 }
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from fastrag.indexing.builder import build_index
 from fastrag.indexing.chunking.layers import heading_lines
 from fastrag.retrieval import precision
+from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.query import analyse, asks_where
 from fastrag.retrieval.retriever import Hit, Retriever, interleave
 
@@ -23,6 +24,7 @@ NGINX = (
     "[](){ #nginx-build }\n\n## Build Nginx Container\n\nRun docker build for nginx.\n\n"
     "[](){ #vllm-build }\n\n## Build vLLM Container\n\nRun docker build for the vllm image.\n"
 )
+PROFILING_PATH = "repo/docs/contributing/profiling.md"
 FILES = {
     "docs/contributing/profiling.md": PROFILING,
     "docs/deployment/nginx.md": NGINX,
@@ -110,6 +112,40 @@ def test_a_where_question_gets_the_heading_line_first(retriever: Retriever) -> N
         "[](){ #vllm-build }",
         "## Build vLLM Container",
     )
+
+
+def test_heading_lines_respect_the_search_filter(retriever: Retriever) -> None:
+    question = "Which section covers profiling vLLM?"  # heading lines of both Markdown files match
+    index = retriever.index
+
+    def search(chosen: SearchFilter) -> list[Hit]:
+        return retriever.search(question, 4, "lexical", allowed=chosen.mask(index))
+
+    unfiltered = search(SearchFilter())
+    assert (unfiltered[0].file_path, unfiltered[0].start, unfiltered[0].end) == (PROFILING_PATH, 0, 16)
+    assert "repo/docs/deployment/nginx.md" in {h.file_path for h in unfiltered}
+    # a heading line is allowed when the filter's predicate accepts its file
+    paths = index.chunks.paths
+    for chosen in (
+        SearchFilter.parse("docs/deployment/**"),
+        SearchFilter.parse(lang="python"),
+        SearchFilter.parse("*.md"),
+    ):
+        mask = chosen.mask(index)
+        assert mask is not None
+        expected = [int(chosen.accepts(paths[f], paths[f].removeprefix("repo/"))) for f in index.headings.file]
+        assert list(retriever.heading_mask(mask)) == expected
+    deployment = search(SearchFilter.parse("docs/deployment/**"))
+    assert deployment and {h.file_path for h in deployment} == {"repo/docs/deployment/nginx.md"}
+    assert NGINX[deployment[0].start : deployment[0].end] == "## Build vLLM Container"  # its own heading line
+    python = search(SearchFilter.parse(lang="python"))
+    assert python and {h.file_path for h in python} == {"repo/pkg/profiler.py"}
+    only = search(SearchFilter.parse("docs/contributing/*"))
+    assert (only[0].file_path, only[0].start, only[0].end) == (PROFILING_PATH, 0, 16)
+    assert {h.file_path for h in only} == {PROFILING_PATH}
+    assert search(SearchFilter.parse("nothing/**")) == []
+    with pytest.raises(ValueError, match="one byte per document"):
+        retriever.heading_mask(b"\x01")
 
 
 def test_other_questions_get_no_heading_line(retriever: Retriever) -> None:

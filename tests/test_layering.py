@@ -20,7 +20,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "fastrag"
 STAGES: list[tuple[str, list[str]]] = [
     (
         "foundation",
-        ["fastrag._core", "fastrag.errors", "fastrag.faults", "fastrag.config", "fastrag.schemas", "fastrag.arguments"],
+        [
+            "fastrag._core",
+            "fastrag.errors",
+            "fastrag.faults",
+            "fastrag.config",
+            "fastrag.schemas",
+            "fastrag.languages",
+            "fastrag.arguments",
+        ],
     ),
     (
         "indexing",
@@ -40,6 +48,7 @@ STAGES: list[tuple[str, list[str]]] = [
         "retrieval",
         [
             "fastrag.retrieval.query",
+            "fastrag.retrieval.filters",
             "fastrag.retrieval.lexical",
             "fastrag.retrieval.fusion",
             "fastrag.retrieval.batching",
@@ -78,6 +87,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.run",
         ],
     ),
+    ("agents", ["fastrag.mcp_server"]),
     ("command line", ["fastrag.cli", "fastrag.__main__", "fastrag"]),
 ]
 

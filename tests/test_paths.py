@@ -1,7 +1,7 @@
 """Result paths from any working directory: indexed from the project root, used from elsewhere.
 
 Results keep the form they were indexed with (``data/raw/repo/...``), and whatever reads the files
-they name (the answer's prompt, the server's ``/span`` and result texts, the precision stage) finds
+they name (the answer's prompt, the server's ``/span`` and result texts, the MCP tools, the precision stage) finds
 them through the repository root the index recorded, not through the working directory.
 """
 
@@ -97,3 +97,30 @@ def test_server_from_another_directory_reads_the_right_text(
             assert span.json()["text"] == SAMPLE_FILES[rel][:20]
         assert client.get("/span", params={"path": "data/raw/repo/nope.md", "start": 0, "end": 1}).status_code == 404
         assert client.get("/span", params={"path": "/etc/passwd", "start": 0, "end": 1}).status_code == 400
+
+
+def test_mcp_tools_from_another_directory_read_the_right_text(
+    two_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastrag.errors import UserError
+    from fastrag.mcp_server import SNIPPET_CHARS, Tools
+
+    project, elsewhere = two_dirs
+    monkeypatch.chdir(elsewhere)
+    tools = Tools(project / "data/processed", elsewhere / "data")
+    try:
+        hits = tools.search(QUERY, 3, "hybrid", None, None)["hits"]
+        assert hits
+        for hit in hits:
+            rel = hit["path"].removeprefix("data/raw/repo/")
+            text = SAMPLE_FILES[rel]
+            assert hit["path"].startswith("data/raw/repo/")
+            assert hit["snippet"] == " ".join(text[hit["start"] : hit["end"]].split())[:SNIPPET_CHARS]
+            span = tools.read_span(hit["path"], 0, 20)
+            assert span["path"] == hit["path"] and span["text"] == text[:20] and span["first_line"] == 1
+        with pytest.raises(UserError, match="not a file of the index"):
+            tools.read_span("data/raw/repo/nope.md", 0, 1)
+        with pytest.raises(UserError, match="inside data/"):
+            tools.read_span("/etc/passwd", 0, 1)
+    finally:
+        tools.close()

@@ -113,7 +113,7 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
     paths = schema["paths"]
     assert set(paths) >= {"/search", "/answer", "/index", "/search_dataset", "/healthz", "/span"}
     assert {"get", "post"} <= set(paths["/search"])
-    assert {p["name"] for p in paths["/search"]["get"]["parameters"]} == {"query", "k", "mode"}
+    assert {p["name"] for p in paths["/search"]["get"]["parameters"]} == {"query", "k", "mode", "path", "lang"}
     body = paths["/answer"]["post"]["requestBody"]["content"]
     assert {"application/json", "application/x-www-form-urlencoded"} <= set(body)
     assert "stream" in body["application/json"]["schema"]["properties"]
@@ -139,7 +139,7 @@ def test_page_and_assets_are_served_offline(client: TestClient) -> None:
 
 
 def test_search_get_json_and_form_agree(client: TestClient, project: Path) -> None:
-    params = {"query": "load_lora_adapter", "k": 3, "mode": "lexical"}
+    params: dict[str, Any] = {"query": "load_lora_adapter", "k": 3, "mode": "lexical"}
     by_get = client.get("/search", params=params).json()
     by_json = client.post("/search", json=params).json()
     by_form = client.post("/search", data={k: str(v) for k, v in params.items()}).json()
@@ -158,6 +158,25 @@ def test_search_get_json_and_form_agree(client: TestClient, project: Path) -> No
 def test_search_finds_the_lora_files(client: TestClient) -> None:
     results = client.get("/search", params={"query": LORA_QUESTION, "k": 5}).json()["results"]
     assert {r["file_path"] for r in results} >= {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}
+
+
+def test_search_filters_by_path_and_language(client: TestClient) -> None:
+    def paths(response: Any) -> set[str]:
+        assert response.status_code == 200, response.text
+        return {r["file_path"] for r in response.json()["results"]}
+
+    query: dict[str, Any] = {"query": LORA_QUESTION, "k": 5}
+    docs = client.get("/search", params={**query, "path": "docs/**"})
+    assert paths(docs) == {"data/raw/repo/docs/lora.md"} and docs.json()["filter"] == {
+        "path": ["docs/**"],
+        "lang": None,
+    }
+    both = client.get("/search", params=[*query.items(), ("path", "docs/lora.md"), ("path", "pkg/*.py")])
+    assert paths(both) == {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}
+    assert paths(client.post("/search", json={**query, "lang": "python"})) == {"data/raw/repo/pkg/engine.py"}
+    assert paths(client.post("/search", data={**query, "path": "*.md", "lang": "md"})) == {"data/raw/repo/docs/lora.md"}
+    assert_error(client.get("/search", params={**query, "lang": "klingon"}), 400, "lang must be one of python")
+    assert_error(client.post("/search", json={**query, "path": [3]}), 400, "path needs a glob")
 
 
 def test_search_cache_hits_then_index_change_invalidates(tmp_path: Path) -> None:

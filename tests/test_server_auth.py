@@ -31,7 +31,7 @@ with warnings.catch_warnings():  # Starlette suggests httpx2 for its test client
 
 TOKEN = "s3cret-token-for-tests"
 BIND = "192.0.2.10"  # a non-loopback address (TEST-NET-1): the guard is computed, nothing is bound
-SPAN = {"path": "data/raw/repo/pkg/engine.py", "start": 0, "end": 10}
+SPAN: dict[str, str | int] = {"path": "data/raw/repo/pkg/engine.py", "start": 0, "end": 10}
 START_TIMEOUT_S = 60
 DATASET = "data/datasets/dataset_docs_auth.json"
 

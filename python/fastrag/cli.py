@@ -84,9 +84,15 @@ class Commands:
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
             _status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
-    @raw_text("query")
+    @raw_text("query", "path", "lang")
     def search(
-        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = DEFAULT_MODE
+        self,
+        query: Any,
+        k: Any = DEFAULT_K,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        mode: Any = DEFAULT_MODE,
+        path: Any = None,
+        lang: Any = None,
     ) -> None:
         """Print the k spans that best answer QUERY.
 
@@ -95,18 +101,24 @@ class Commands:
             k: how many spans (1..10).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
+            path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
+            lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
         """
+        from fastrag.retrieval.filters import SearchFilter
         from fastrag.retrieval.retriever import Retriever
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
-        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n, mode_arg(mode))
+        chosen = SearchFilter.parse(_globs(path), lang)
+        retriever = Retriever.open(path_arg("index_dir", index_dir))
+        hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
             _status("no match")
             return
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
 
+    @raw_text("path", "lang")
     def search_dataset(
         self,
         dataset_path: Any = None,
@@ -114,6 +126,8 @@ class Commands:
         save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         mode: Any = DEFAULT_MODE,
+        path: Any = None,
+        lang: Any = None,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -123,8 +137,11 @@ class Commands:
             save_directory: folder of the output file (named after the dataset).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid.
+            path: only files matching this glob (repeatable: any may match).
+            lang: only files of this language (or a suffix such as py).
         """
         from fastrag.evaluation.search_dataset import search_dataset
+        from fastrag.retrieval.filters import SearchFilter
 
         if dataset_path is None:
             raise UsageError("--dataset_path is required")
@@ -136,6 +153,7 @@ class Commands:
             path_arg("index_dir", index_dir),
             progress=True,
             mode=mode_arg(mode),
+            search_filter=SearchFilter.parse(_globs(path), lang),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -308,6 +326,42 @@ class Commands:
 
         serve(address, number, folder, name, token=secret, allowed_hosts=hosts)
 
+    def mcp(
+        self,
+        transport: Any = "stdio",
+        host: Any = "127.0.0.1",
+        port: Any = 8765,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        model: Any = None,
+    ) -> None:
+        """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
+
+        The index is opened once and followed when it is rebuilt; the model loads on the first answer.
+        See docs/mcp.md for an agent's configuration.
+
+        Args:
+            transport: stdio (default: the agent starts this process) or http (streamable HTTP on HOST:PORT/mcp).
+            host: address to listen on with http (default 127.0.0.1: this machine only).
+            port: TCP port with http (0..65535; 0 picks a free one).
+            index_dir: where the index lives.
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+        """
+        chosen = text_arg("--transport", transport).strip()
+        address = text_arg("--host", host).strip()
+        number = int_arg("port", port, 0, 65535)
+        folder = path_arg("index_dir", index_dir)
+        name = None if model is None else text_arg("--model", model)
+        from fastrag.mcp_server import run  # the MCP SDK is imported by this command only
+
+        run(chosen, address, number, folder, name)
+
+
+def _globs(value: Any) -> Any:
+    """The globs of ``--path`` (several when it was repeated; see :func:`join_repeated`)."""
+    if isinstance(value, str) and REPEATED_SEP in value:
+        return value.split(REPEATED_SEP)
+    return value
+
 
 def _target_size(max_chunk_size: int) -> int:
     from fastrag.config import CHUNK_TARGET_SIZE
@@ -322,7 +376,7 @@ def _fire_error(component_trace: Any) -> None:
 
 
 #: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
-REPEATED_FLAGS = ("--allowed_host",)
+REPEATED_FLAGS = ("--allowed_host", "--path")
 REPEATED_SEP = "\n"
 
 

@@ -27,8 +27,9 @@
 //! range bound, document bound) adds its terms in increasing term id, exactly as
 //! [`score_docs`](Bm25Index::score_docs) and the exhaustive scan do: rounding is monotone, so
 //! a bound is never below a score it covers (no epsilon), and all three ways agree to the
-//! bit. Queries for which pruning would not pay (too many ranges to visit, e.g.
-//! a large `k` or a restrictive `allowed` mask) fall back to the exhaustive scan.
+//! bit. A range without an `allowed` document gets a zero bound, so a restrictive mask visits
+//! fewer ranges, not more. Queries for which pruning would not pay (too many ranges to visit,
+//! e.g. a large `k`) fall back to the exhaustive scan.
 //!
 //! Where things are: this file holds the index, its parameters, loading from checked arrays
 //! and the search entry points; `build` the parallel build (blocks, vocabulary merge, posting

@@ -39,7 +39,10 @@ impl Bm25Index {
         if k / WIDTH > most {
             return self.search_terms_exhaustive(terms, k, allowed, scratch);
         }
-        let top_bound = self.range_bounds(terms, scratch);
+        let mut top_bound = self.range_bounds(terms, scratch);
+        if let Some(mask) = allowed {
+            top_bound = Self::mask_bounds(mask, scratch);
+        }
         let mut top = TopK::new(k, std::mem::take(&mut scratch.top));
         // 1. seed the k-th best score with the `seed` best ranges among those the rare terms
         // occur in (or, without rare terms, the top band of bounds)
@@ -54,6 +57,7 @@ impl Bm25Index {
                 scratch
                     .cands
                     .iter()
+                    .filter(|&&r| bounds[r as usize] > 0.0) // masked out
                     .map(|&r| key(r as usize, bounds[r as usize])),
             );
         }
@@ -82,6 +86,23 @@ impl Bm25Index {
         let (hits, heap) = top.finish();
         scratch.top = heap;
         hits
+    }
+
+    /// Zeroes the bound of every range without an allowed document (none of its scores may be
+    /// returned, so it is never scored: a restrictive mask then visits fewer ranges, not more)
+    /// and returns the largest bound left.
+    pub(super) fn mask_bounds(mask: &[u8], scratch: &mut Scratch) -> f32 {
+        let mut top = 0.0f32;
+        for (r, bound) in scratch.bounds.iter_mut().enumerate() {
+            if *bound > 0.0 {
+                let docs = mask.get(r * WIDTH..).unwrap_or(&[]);
+                if docs.iter().take(WIDTH).all(|&b| b == 0) {
+                    *bound = 0.0;
+                }
+                top = top.max(*bound);
+            }
+        }
+        top
     }
 
     /// Fills `scratch.bounds` with the upper bound of every range for `terms` (0 for the

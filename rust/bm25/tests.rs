@@ -328,7 +328,15 @@ fn skewed_word() -> impl Strategy<Value = String> {
     (0.0f64..1.0).prop_map(|u| format!("w{}", (41f64.powf(u) - 1.0) as usize))
 }
 
+/// A mask of `n` documents: each allowed with probability `density / 4`, or, for density
+/// [`BLOCKS`], whole ranges allowed or not (a path filter's shape: the pruned search then
+/// never scores the ranges without an allowed document).
 fn mask_for(n: usize, seed: u64, density: u8) -> Vec<u8> {
+    if density == BLOCKS {
+        return (0..n)
+            .map(|i| ((seed >> ((i / WIDTH) % 64)) & 1) as u8)
+            .collect();
+    }
     let mut x = seed | 1;
     (0..n)
         .map(|_| {
@@ -339,6 +347,9 @@ fn mask_for(n: usize, seed: u64, density: u8) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The density of [`mask_for`] that allows or forbids whole ranges.
+const BLOCKS: u8 = 5;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
@@ -352,7 +363,7 @@ proptest! {
         min_df in prop::sample::select(vec![1usize, 2, 3, 8, 40, usize::MAX]),
         k in prop::sample::select(vec![0usize, 1, 2, 3, 10, 100, 1000]),
         mask_seed: u64,
-        density in 0u8..=4,
+        density in 0u8..=BLOCKS,
         masked: bool,
     ) {
         // copies of documents further on tie with them: the k-th best score is often shared
@@ -477,4 +488,23 @@ fn default_ranges_and_fallback() {
             );
         }
     }
+}
+
+#[test]
+fn ranges_without_an_allowed_document_get_a_zero_bound() {
+    // 4 ranges; the third holds no allowed document, the fourth has a zero bound already
+    let mut scratch = Scratch {
+        bounds: vec![2.0, 5.0, 9.0, 0.0],
+        ..Scratch::default()
+    };
+    let mut mask = vec![0u8; 4 * WIDTH];
+    mask[3] = 1; // range 0
+    mask[2 * WIDTH - 1] = 1; // range 1, its last document
+    mask[3 * WIDTH] = 1; // range 3
+    assert_eq!(Bm25Index::mask_bounds(&mask, &mut scratch), 5.0);
+    assert_eq!(scratch.bounds, vec![2.0, 5.0, 0.0, 0.0]);
+    // a mask shorter than the index forbids the documents past its end
+    scratch.bounds = vec![2.0, 5.0, 9.0, 1.0];
+    assert_eq!(Bm25Index::mask_bounds(&mask[..WIDTH], &mut scratch), 2.0);
+    assert_eq!(scratch.bounds, vec![2.0, 0.0, 0.0, 0.0]);
 }

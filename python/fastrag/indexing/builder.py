@@ -42,6 +42,7 @@ from fastrag.indexing.generations import (
 )
 from fastrag.indexing.storage import write_json_atomic
 from fastrag.indexing.workers import worker_pool
+from fastrag.languages import looked_for
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -201,7 +202,7 @@ def build_index(
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = walk(repo_path)
     if not entries:
-        raise UserError(f"no indexable files under {repo_path}")
+        raise UserError(f"no indexable files under {repo_path} (looked for {looked_for()})")
 
     previous = _load_previous(index_dir, params, root)
     records: dict[str, FileRecord] = {}

@@ -17,17 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
+from fastrag.languages import is_indexed_name
 
-#: Suffixes of the text files a user would want to search.
-TEXT_SUFFIXES = frozenset(
-    {
-        ".py", ".pyi", ".md", ".markdown", ".rst", ".txt",
-        ".toml", ".cfg", ".ini", ".yaml", ".yml", ".sh",
-        ".c", ".h", ".cc", ".cpp", ".hpp", ".cu", ".cuh", ".cmake", ".jinja",
-    }
-)  # fmt: skip
-#: Files indexed by their full name whatever their suffix.
-TEXT_NAMES = frozenset({"CMakeLists.txt", "Dockerfile", "Makefile", "requirements.txt"})
 #: Directories never descended into: version control, caches, virtual environments, builds.
 SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -62,11 +53,6 @@ class Skipped:
 
     rel_path: str
     reason: str
-
-
-def is_indexed_name(name: str) -> bool:
-    """Whether a file name is one fastrag indexes."""
-    return name in TEXT_NAMES or os.path.splitext(name)[1].lower() in TEXT_SUFFIXES
 
 
 def walk(root: Path) -> tuple[list[FileEntry], list[Skipped]]:

@@ -147,11 +147,14 @@ class VectorIndex:
             raise UserError(f"the vector index in {folder} is inconsistent: {hint}")
         return cls(index, ids, floats)
 
-    def search(self, queries: np.ndarray, k: int, min_score: float = MIN_COSINE) -> list[list[tuple[int, float]]]:
+    def search(
+        self, queries: np.ndarray, k: int, min_score: float = MIN_COSINE, allowed: bytes | None = None
+    ) -> list[list[tuple[int, float]]]:
         """The ``k`` nearest chunks of every query row: ``(chunk_id, cosine)`` pairs, best first.
 
         Only chunks with a cosine of at least ``min_score`` are returned (see :data:`MIN_COSINE`;
         pass ``-1`` for all); a query that is all zeros (a blank question) gets no results.
+        ``allowed``: one byte per chunk of the index, nonzero where the chunk may be returned.
         """
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if q.shape[1] != DIM:
@@ -160,6 +163,8 @@ class VectorIndex:
         live = np.flatnonzero(np.linalg.norm(q, axis=1) > 0)
         if k <= 0 or not len(self) or not len(live):
             return out
+        if allowed is not None:
+            return self._search_allowed(q, live, k, min_score, allowed, out)
         depth = min(len(self), k * RESCORE_DEPTH)
         found = self._index.search(quantize(q[live]), depth, exact=True)
         keys = np.asarray(found.keys, dtype=np.int64).reshape(len(live), -1)
@@ -177,6 +182,30 @@ class VectorIndex:
         best_valid = np.take_along_axis(valid, order, axis=1).tolist()
         for qi, ks, ss, vs in zip(live.tolist(), best_keys, best_scores, best_valid):
             out[qi] = [(c, s) for c, s, v in zip(ks, ss, vs) if v and s >= min_score]
+        return out
+
+    def _search_allowed(
+        self,
+        q: np.ndarray,
+        live: np.ndarray,
+        k: int,
+        min_score: float,
+        allowed: bytes,
+        out: list[list[tuple[int, float]]],
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`search` among the chunks ``allowed`` marks: exact float cosines of those rows only."""
+        mask = np.frombuffer(allowed, dtype=np.uint8)
+        ids = self.chunk_ids
+        inside = ids < len(mask)
+        rows = np.flatnonzero(inside & (mask[np.where(inside, ids, 0)] != 0))
+        if not len(rows):
+            return out
+        scores = q[live] @ self._floats[rows].T
+        top = min(k, len(rows))
+        best = np.argpartition(-scores, top - 1, axis=1)[:, :top]
+        for qi, cols, row_scores in zip(live.tolist(), best, scores):
+            picked = sorted(((float(row_scores[c]), int(ids[rows[c]])) for c in cols), key=lambda p: (-p[0], p[1]))
+            out[qi] = [(cid, s) for s, cid in picked if s >= min_score]
         return out
 
     def _rescore(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:

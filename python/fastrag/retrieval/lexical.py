@@ -13,11 +13,14 @@ class LexicalSearcher:
     def __init__(self, bm25: _core.Bm25Index) -> None:
         self.bm25 = bm25
 
-    def search(self, query: str, depth: int) -> list[tuple[int, float]]:
-        """The ``depth`` best ``(chunk_id, score)`` pairs for one query, best first."""
-        ids, scores = self.bm25.search(query, depth)
+    def search(self, query: str, depth: int, allowed: bytes | None = None) -> list[tuple[int, float]]:
+        """The ``depth`` best ``(chunk_id, score)`` pairs for one query, best first (``allowed``: the
+        candidate mask, one byte per chunk)."""
+        ids, scores = self.bm25.search(query, depth, allowed)
         return list(zip(ids, scores))
 
-    def search_many(self, queries: Sequence[str], depth: int) -> list[list[tuple[int, float]]]:
+    def search_many(
+        self, queries: Sequence[str], depth: int, allowed: bytes | None = None
+    ) -> list[list[tuple[int, float]]]:
         """:meth:`search` for many queries in one native call (parallel, GIL released)."""
-        return [list(zip(ids, scores)) for ids, scores in self.bm25.search_batch(list(queries), depth)]
+        return [list(zip(ids, scores)) for ids, scores in self.bm25.search_batch(list(queries), depth, allowed)]

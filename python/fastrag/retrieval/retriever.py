@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from fastrag import _core
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, MODES
 from fastrag.errors import UsageError, UserError
@@ -86,18 +88,26 @@ class Retriever:
         """Load the live index of ``index_dir``."""
         return cls(load_index(index_dir), models_dir)
 
-    def search(self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None) -> list[Hit]:
+    def search(
+        self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None, allowed: bytes | None = None
+    ) -> list[Hit]:
         """The ``k`` best spans for ``query``; empty for a blank query or ``k <= 0``."""
-        return self.search_many([query], k, mode, precision)[0]
+        return self.search_many([query], k, mode, precision, allowed)[0]
 
     def search_many(
-        self, queries: Sequence[str], k: int, mode: str = DEFAULT_MODE, precision: bool | None = None
+        self,
+        queries: Sequence[str],
+        k: int,
+        mode: str = DEFAULT_MODE,
+        precision: bool | None = None,
+        allowed: bytes | None = None,
     ) -> list[list[Hit]]:
         """:meth:`search` for many queries at once (batched: one native call, one model call).
 
         ``mode`` is ``lexical``, ``vector`` or ``hybrid``; ``hybrid`` on an index without
         vectors is lexical. ``precision``: run the precision stage on each retriever's
-        candidates before fusion (default :data:`PRECISION`).
+        candidates before fusion (default :data:`PRECISION`). ``allowed``: one byte per chunk, nonzero
+        where it may be returned (:meth:`fastrag.retrieval.filters.SearchFilter.mask`); ``None``: any.
         """
         precise = PRECISION if precision is None else precision
         if mode not in MODES:
@@ -111,9 +121,9 @@ class Retriever:
         depth = max(k * OVERFETCH, FUSION_DEPTH) if mode == "hybrid" else k * OVERFETCH
         if precise:
             depth = max(depth, PRECISION_DEPTH)
-        lexical = self.lexical.search_many(clean, depth) if mode != "vector" else None
-        places = self.heading_hits(clean, k)
-        vector = self._vector_search(clean, depth) if mode != "lexical" and self.index.has_vectors else None
+        lexical = self.lexical.search_many(clean, depth, allowed) if mode != "vector" else None
+        places = self.heading_hits(clean, k, allowed)
+        vector = self._vector_search(clean, depth, allowed) if mode != "lexical" and self.index.has_vectors else None
         results: list[list[Hit]] = []
         for i, query in enumerate(clean):
             if not query:
@@ -143,19 +153,43 @@ class Retriever:
             results.append(distinct(hits, k))
         return results
 
-    def heading_hits(self, queries: list[str], k: int) -> dict[int, list[Hit]]:
+    def heading_hits(self, queries: list[str], k: int, allowed: bytes | None = None) -> dict[int, list[Hit]]:
         """For each query that asks where something is documented (:func:`asks_where`), its ``k``
-        best heading lines, by position of the query."""
+        best heading lines, by position of the query; with ``allowed`` (the chunk mask of
+        :meth:`search_many`), only heading lines of the files it allows (:meth:`heading_mask`)."""
         asking = [i for i, q in enumerate(queries) if q and asks_where(q)]
         headings = self.index.headings
         if not asking or not len(headings):
             return {}
         paths = self.index.chunks.paths
-        found = headings.bm25.search_batch([queries[i] for i in asking], k)
+        mask = None if allowed is None else self.heading_mask(allowed)
+        found = headings.bm25.search_batch([queries[i] for i in asking], k, mask)
         return {
             i: [Hit(paths[headings.file[h]], headings.start[h], headings.end[h], score) for h, score in zip(*ranked)]
             for i, ranked in zip(asking, found)
         }
+
+    def heading_mask(self, allowed: bytes) -> bytes:
+        """One byte per heading line, 1 where its file passes the filter the chunk mask ``allowed`` stands for.
+
+        A filter is a predicate on a file's path (:class:`~fastrag.retrieval.filters.SearchFilter`),
+        so its mask allows all the chunks of a file or none: a heading line is allowed when a chunk
+        of its file is.
+        """
+        chunks = self.index.chunks
+        if len(allowed) != len(chunks):
+            raise ValueError(f"allowed must hold one byte per document: {len(allowed)} for {len(chunks)}")
+        lazy = self.index._lazy
+        file_of = lazy.get("file_of")
+        if file_of is None:
+            file_of = lazy["file_of"] = np.asarray(chunks.file, dtype=np.int64)
+        heading_file = lazy.get("heading_file")
+        if heading_file is None:
+            heading_file = lazy["heading_file"] = np.asarray(self.index.headings.file, dtype=np.int64)
+        files = np.zeros(len(chunks.paths), dtype=np.uint8)
+        files[file_of[np.frombuffer(allowed, dtype=np.uint8) != 0]] = 1
+        mask: bytes = files[heading_file].tobytes()
+        return mask
 
     def _recut(self, hits: list[Hit], query: Query) -> list[Hit]:
         """``hits`` narrowed to :attr:`focus` characters around their densest evidence."""
@@ -171,11 +205,13 @@ class Retriever:
         )
         return [Hit(path, lo, hi, h.score) for (path, lo, hi), h in zip(spans, hits)]
 
-    def _vector_search(self, queries: list[str], depth: int) -> list[list[tuple[int, float]]]:
+    def _vector_search(
+        self, queries: list[str], depth: int, allowed: bytes | None = None
+    ) -> list[list[tuple[int, float]]]:
         vectors = self.index.vectors
         if vectors is None:
             return [[] for _ in queries]
-        return vectors.search(self._embed_queries()(queries), depth)
+        return vectors.search(self._embed_queries()(queries), depth, allowed=allowed)
 
     def prepare_vectors(self) -> None:
         """Load the embedding model and compile all its query requests now, not on the first searches.

@@ -57,22 +57,12 @@ def create_app(
     index = Path(os.path.abspath(index_dir))
     models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
     live = LiveIndex(index, models)
-
-    def locate(file_path: str) -> Path:  # through the generation in memory: any working directory
-        current = live.loaded
-        return current.sources.locate(file_path) if current is not None else Path(file_path)
-
-    texts = SourceTexts(root, locate=locate)
-
-    def corpus_roots() -> list[Path]:  # of the generation in memory: checking paths never loads an index
-        current = live.loaded
-        return [current.corpus_root] if current is not None and current.corpus_root is not None else []
-
+    texts = SourceTexts(root, locate=live.locate)
     services = Services(
         root=root,
         index_dir=index,
         models_dir=models,
-        confinement=Confinement(root, data, corpus_roots),
+        confinement=Confinement(root, data, live.corpus_roots),
         live=live,
         texts=texts,
         results=SearchResults(live, texts, cache_size),

@@ -16,6 +16,7 @@ from pathlib import Path
 from fastrag.errors import UserError
 from fastrag.indexing.generations import CURRENT_FILE, current_generation, load_index
 from fastrag.indexing.sources import SourceRoot
+from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, Retriever
 from fastrag.server.errors import ApiError
 
@@ -30,9 +31,10 @@ class Live:
     corpus_root: Path | None
     sources: SourceRoot
 
-    def search(self, query: str, k: int, mode: str) -> list[Hit]:
-        """Search this generation; safe on many threads at once (concurrent queries are embedded together)."""
-        return self.retriever.search(query, k, mode)
+    def search(self, query: str, k: int, mode: str, search_filter: SearchFilter = NO_FILTER) -> list[Hit]:
+        """Search this generation (only the files ``search_filter`` accepts); safe on many threads at once
+        (concurrent queries are embedded together)."""
+        return self.retriever.search(query, k, mode, allowed=search_filter.mask(self.retriever.index))
 
 
 class LiveIndex:
@@ -94,6 +96,17 @@ class LiveIndex:
     def loaded(self) -> Live | None:
         """The generation in memory, without checking ``CURRENT`` (``None`` before the first load)."""
         return self._live
+
+    def locate(self, file_path: str) -> Path:
+        """Where the file a result names is, through the generation in memory (any working directory;
+        see :meth:`fastrag.indexing.sources.SourceRoot.locate`); ``file_path`` as written before a load."""
+        current = self._live
+        return current.sources.locate(file_path) if current is not None else Path(file_path)
+
+    def corpus_roots(self) -> list[Path]:
+        """The repository of the generation in memory (none before a load): checking a path never loads an index."""
+        current = self._live
+        return [current.corpus_root] if current is not None and current.corpus_root is not None else []
 
     def peek(self) -> Live | None:
         """The live generation if one can be loaded, else ``None`` (never raises a user error)."""

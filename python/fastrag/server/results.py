@@ -1,6 +1,6 @@
 """Search responses: hits with their text and line range, as JSON, kept in an LRU cache.
 
-The cache maps ``(query, k, mode, generation)`` to the encoded response, so a repeated search costs a
+The cache maps ``(query, k, mode, filter, generation)`` to the encoded response, so a repeated search costs a
 dictionary lookup; it is emptied when the live index changes (the generation is part of the key too,
 so a response of an older index can never be served).
 """
@@ -11,6 +11,7 @@ import json
 import threading
 from typing import Any
 
+from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, clean_query
 from fastrag.server.cache import LruCache
 from fastrag.server.live import Live, LiveIndex
@@ -34,7 +35,7 @@ class SearchResults:
     def __init__(self, live: LiveIndex, texts: SourceTexts, cache_size: int = CACHE_SIZE) -> None:
         self.live = live
         self.texts = texts
-        self.cache: LruCache[tuple[str, int, str, str], bytes] = LruCache(cache_size)
+        self.cache: LruCache[tuple[str, int, str, SearchFilter, str], bytes] = LruCache(cache_size)
         self._generation: str | None = None
         self._lock = threading.Lock()
 
@@ -49,20 +50,21 @@ class SearchResults:
                     self._generation = live.generation
         return live
 
-    def search(self, query: str, k: int, mode: str) -> tuple[bytes, bool]:
-        """The JSON response for a search and whether it came from the cache."""
+    def search(self, query: str, k: int, mode: str, search_filter: SearchFilter = NO_FILTER) -> tuple[bytes, bool]:
+        """The JSON response for a search (of the files ``search_filter`` accepts) and whether it was cached."""
         live = self.current()
         query = clean_query(query)
-        key = (query, k, mode, live.generation)
+        key = (query, k, mode, search_filter, live.generation)
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        hits = live.search(query, k, mode)
+        hits = live.search(query, k, mode, search_filter)
         body = encode(
             {
                 "query": query,
                 "k": k,
                 "mode": mode,
+                "filter": search_filter.as_json(),
                 "generation": live.generation,
                 "results": [self.result(rank, hit) for rank, hit in enumerate(hits, 1)],
             }

@@ -124,7 +124,7 @@ async def span(s: App, args: SpanArgs) -> Response:
 
 async def search(s: App, args: SearchArgs) -> Response:
     """The k spans that best answer ``query`` (``X-Cache: hit`` when served from the LRU cache)."""
-    body, cached = await run_in_threadpool(s.results.search, args.query, args.k, args.mode)
+    body, cached = await run_in_threadpool(s.results.search, args.query, args.k, args.mode, args.search_filter())
     return json_response(body, {"x-cache": "hit" if cached else "miss"})
 
 
@@ -150,7 +150,14 @@ async def search_dataset_route(s: App, args: SearchDatasetArgs) -> Response:
     save = s.confinement.check("save_directory", args.save_directory)
     started = time.perf_counter()
     target, count = await run_in_threadpool(
-        search_dataset, dataset, args.k, save, s.index_dir, progress=False, mode=args.mode
+        search_dataset,
+        dataset,
+        args.k,
+        save,
+        s.index_dir,
+        progress=False,
+        mode=args.mode,
+        search_filter=args.search_filter(),
     )
     return JSONResponse(
         {

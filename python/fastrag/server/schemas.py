@@ -35,6 +35,7 @@ from fastrag.config import (
 )
 from fastrag.errors import UsageError
 from fastrag.indexing.builder import DEFAULT_EMBED
+from fastrag.retrieval.filters import SearchFilter
 from fastrag.server.errors import ApiError
 
 #: Longest query or question accepted (characters).
@@ -43,6 +44,14 @@ MAX_QUERY_CHARS = 4096
 MAX_SPAN_CHARS = 100_000
 #: Largest character offset ``GET /span`` accepts.
 MAX_OFFSET = 1 << 40
+
+#: The path globs of a search (``path``): one glob or a list of them, checked by
+#: :meth:`fastrag.retrieval.filters.SearchFilter.parse`; a query string or form repeats ``path``.
+PathGlobs = Annotated[
+    Any, WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
+]
+#: A language filter (``lang``): a name from :mod:`fastrag.languages` or a file suffix.
+LangName = Annotated[Any, WithJsonSchema({"type": "string"})]
 
 #: A path parameter: checked and confined by the route (:class:`~fastrag.server.safety.Confinement`), so
 #: any JSON value reaches it and gets the command line's message.
@@ -108,7 +117,22 @@ class ApiRequest(BaseModel):
         """Checks across parameters (none by default)."""
 
 
-class SearchRequest(ApiRequest):
+class FilteredRequest(ApiRequest):
+    """A request that may restrict the files searched (``path`` globs, ``lang``)."""
+
+    path: PathGlobs = Field(None, description="only files matching a glob (docs/**, *.rs); a list: any may match")
+    lang: LangName = Field(None, description="only files of a language (python, markdown, cpp, rust, ...)")
+
+    def check(self) -> None:
+        """The filter must parse (a bad glob or language is a 400 with the command line's message)."""
+        self.search_filter()
+
+    def search_filter(self) -> SearchFilter:
+        """The files the request may return."""
+        return SearchFilter.parse(self.path, self.lang, prefix="")
+
+
+class SearchRequest(FilteredRequest):
     """``GET``/``POST /search``."""
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the question")
@@ -129,12 +153,20 @@ class SearchResult(BaseModel):
     text: str | None = Field(description="the span's text; null when the file cannot be read")
 
 
+class FilterEcho(BaseModel):
+    """The files a search was restricted to."""
+
+    path: list[str] = Field(description="globs (any may match); empty: every path")
+    lang: str | None = Field(description="language name; null: any")
+
+
 class SearchResponse(BaseModel):
     """The spans that best answer a query."""
 
     query: str
     k: int
     mode: SearchMode
+    filter: FilterEcho
     generation: str = Field(description="the index generation searched")
     results: list[SearchResult]
 
@@ -198,7 +230,7 @@ class IndexResponse(BaseModel):
     vectors: int
 
 
-class SearchDatasetRequest(ApiRequest):
+class SearchDatasetRequest(FilteredRequest):
     """``POST /search_dataset``."""
 
     dataset_path: PathText = Field(description="a dataset JSON file inside data/")
@@ -305,18 +337,19 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 async def read_params(request: Request, accepted: Collection[str]) -> dict[str, Any]:
     """The request's parameters: query string for ``GET``, JSON object or form body otherwise."""
     if request.method in ("GET", "HEAD"):
-        raw: dict[str, Any] = dict(request.query_params)
+        raw: dict[str, Any] = _repeated(request.query_params.multi_items())
     else:
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind in _JSON or kind.endswith("+json"):
             raw = _json_object(await request.body())
         elif kind in _FORMS:
             form = await request.form(max_files=0)
-            raw = {}
+            items: list[tuple[str, str]] = []
             for key, value in form.multi_items():
                 if not isinstance(value, str):
                     raise UsageError(f"{key}: file uploads are not accepted")
-                raw[key] = value
+                items.append((key, value))
+            raw = _repeated(items)
         elif not await request.body():
             raw = {}
         else:
@@ -324,6 +357,22 @@ async def read_params(request: Request, accepted: Collection[str]) -> dict[str, 
     unknown = sorted(set(raw) - set(accepted))
     if unknown:
         raise UsageError(f"unknown parameter {unknown[0]!r} (accepted: {', '.join(sorted(accepted))})")
+    return raw
+
+
+#: Parameters a query string or form may repeat (their values become a list).
+REPEATABLE = frozenset({"path"})
+
+
+def _repeated(items: Collection[tuple[str, str]]) -> dict[str, Any]:
+    """Parameters of a query string or form: the last value of each, all of them for :data:`REPEATABLE`."""
+    raw: dict[str, Any] = {}
+    for key, value in items:
+        if key in REPEATABLE and key in raw:
+            previous = raw[key]
+            raw[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            raw[key] = value
     return raw
 
 

@@ -10,6 +10,8 @@
   const query = $("query");
   const kInput = $("k");
   const mode = $("mode");
+  const pathInput = $("path");
+  const langInput = $("lang");
   const askButton = $("ask-button");
   const searchButton = $("search-button");
   const status = $("status");
@@ -36,7 +38,21 @@
   }
 
   function params() {
-    return { query: query.value.trim(), k: Number(kInput.value), mode: mode.value };
+    return {
+      query: query.value.trim(),
+      k: Number(kInput.value),
+      mode: mode.value,
+      path: pathInput.value.split(/\s+/).filter(Boolean),
+      lang: langInput.value.trim(),
+    };
+  }
+
+  // The search's query string: path repeated once per glob, lang only when set.
+  function searchQuery(p) {
+    const q = new URLSearchParams({ query: p.query, k: String(p.k), mode: p.mode });
+    for (const glob of p.path) q.append("path", glob);
+    if (p.lang) q.set("lang", p.lang);
+    return q;
   }
 
   async function errorOf(response) {
@@ -98,7 +114,7 @@
     say("Searching…");
     searchButton.disabled = true;
     try {
-      const url = `/search?${new URLSearchParams({ query: p.query, k: String(p.k), mode: p.mode })}`;
+      const url = `/search?${searchQuery(p)}`;
       const response = await call(url, { headers: { accept: "application/json" } });
       if (!response.ok) {
         say(await errorOf(response), true);

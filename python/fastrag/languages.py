@@ -1,0 +1,100 @@
+"""The kinds of files fastrag reads: one table for the corpus walk, the chunkers and ``--lang``.
+
+Each :class:`Language` names the file suffixes (and whole file names) it covers. A suffix may belong to
+several languages (``.h`` is both C and C++ as far as ``--lang`` is concerned). How a file is chunked is
+decided by :func:`fastrag.indexing.chunking.chunk_file` from its suffix.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from fastrag.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    """A kind of file: its name, suffixes (lower case, with the dot) and whole file names."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    names: tuple[str, ...] = ()
+
+
+#: JSON files indexed: configuration, by its usual names.
+JSON_CONFIG_NAMES = (
+    "package.json", "tsconfig.json", "jsconfig.json", "composer.json", "deno.json", "angular.json",
+    "lerna.json", "nx.json", "turbo.json", "vercel.json", "renovate.json", "app.json", "manifest.json",
+    ".eslintrc.json", ".prettierrc.json", ".babelrc.json", "devcontainer.json", "launch.json",
+    "settings.json", "tasks.json", "extensions.json", "pyrightconfig.json", "biome.json",
+)  # fmt: skip
+
+#: Every kind of file indexed.
+LANGUAGES: tuple[Language, ...] = (
+    Language("python", (".py", ".pyi")),
+    Language("markdown", (".md", ".markdown")),
+    Language("rst", (".rst",)),
+    Language("text", (".txt",)),
+    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl")),
+    Language("c", (".c", ".h")),
+    Language("cuda", (".cu", ".cuh")),
+    Language("rust", (".rs",)),
+    Language("go", (".go",)),
+    Language("java", (".java",)),
+    Language("kotlin", (".kt", ".kts")),
+    Language("javascript", (".js", ".mjs", ".cjs", ".jsx")),
+    Language("typescript", (".ts", ".mts", ".cts")),
+    Language("tsx", (".tsx",)),
+    Language("shell", (".sh", ".bash", ".zsh")),
+    Language("toml", (".toml",)),
+    Language("yaml", (".yaml", ".yml")),
+    # JSON by name only: configuration people keep (package.json, tsconfig.json, ...), not the generated
+    # data a repository ships as .json (vLLM's 384 kernel tuning tables shifted BM25's statistics enough
+    # to cost one public question at rank 1, docs/history.md "Languages")
+    Language("json", (), names=JSON_CONFIG_NAMES),
+    Language("config", (".cfg", ".ini")),
+    Language("cmake", (".cmake",), names=("CMakeLists.txt",)),
+    Language("jinja", (".jinja",)),
+    Language("make", (), names=("Makefile",)),
+    Language("docker", (), names=("Dockerfile",)),
+)
+
+#: Language of every name ``--lang`` accepts.
+BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
+#: Suffixes of the files indexed.
+SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES for s in lang.suffixes)
+#: Files indexed by their whole name whatever their suffix.
+FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
+
+
+def is_indexed_name(name: str) -> bool:
+    """Whether a file name (no folder) is one fastrag indexes."""
+    return name in FILE_NAMES or os.path.splitext(name)[1].lower() in SUFFIXES
+
+
+def looked_for() -> str:
+    """The kinds of files indexed, as a message shows them."""
+    named = sorted(FILE_NAMES - set(JSON_CONFIG_NAMES))
+    return f"{', '.join(sorted(SUFFIXES))}; files named {', '.join(named)}; JSON configuration such as package.json"
+
+
+def is_language(lang: Language, path: str) -> bool:
+    """Whether the file at ``path`` (any folder prefix) is of ``lang``."""
+    name = path.rsplit("/", 1)[-1]
+    if name in FILE_NAMES:
+        return name in lang.names
+    return os.path.splitext(name)[1].lower() in lang.suffixes
+
+
+def language_arg(value: object, *, prefix: str = "--") -> Language:
+    """A ``--lang`` value: a language name or one of its suffixes (``python``, ``py``, ``.rs``), any case."""
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text:
+        if text in BY_NAME:
+            return BY_NAME[text]
+        suffix = text if text.startswith(".") else f".{text}"
+        found = next((lang for lang in LANGUAGES if suffix in lang.suffixes), None)
+        if found is not None:
+            return found
+    raise UsageError(f"{prefix}lang must be one of {', '.join(BY_NAME)} (or a file suffix), got {value!r}")
