@@ -278,7 +278,8 @@ def main() -> None:
     )
     body = (
         f"{SECTION}\n\n"
-        f"`python benches/cv.py` ({time.strftime('%Y-%m-%d')}; {machine()}): {len(questions)} questions of "
+        f"{machine()}\n\n"
+        f"`python benches/cv.py`: {len(questions)} questions of "
         f"{len(datasets)} sets ({', '.join(p.name for p in datasets)}), pooled, {args.folds} folds by question "
         f"(seed {SEED}). Lexical index, k = {K}. Weights fitted on all questions, relative to the first-stage "
         f"score: {', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative))}; shipped: "
