@@ -28,7 +28,10 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.embed",
             "fastrag.indexing.vectors",
             "fastrag.indexing.generations",
+            "fastrag.indexing.catalog",
             "fastrag.indexing.builder",
+            "fastrag.indexing.shards",
+            "fastrag.indexing.distributed",
         ],
     ),
     (

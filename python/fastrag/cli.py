@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fire.decorators import SetParseFn
@@ -46,6 +47,63 @@ def _status(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _join_repeated(argv: list[str], flag: str) -> list[str]:
+    """``argv`` with every ``flag VALUE`` / ``flag=VALUE`` joined into one ``flag=V1,V2`` (Fire
+    keeps only the last of a repeated flag)."""
+    values: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == flag and i + 1 < len(argv):
+            values.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith(f"{flag}="):
+            values.append(arg[len(flag) + 1 :])
+        else:
+            rest.append(arg)
+        i += 1
+    return rest + [f"{flag}={','.join(values)}"] if values else rest
+
+
+def _repo_names(value: Any) -> tuple[str, ...]:
+    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated)."""
+    if value is None:
+        return ()
+    names = [n.strip() for n in str(value).split(",")]
+    if isinstance(value, bool) or not all(names):
+        raise UsageError(f"--repo needs shard names, got {value!r}")
+    return tuple(names)
+
+
+def _index_shards(list_file: Path, index_dir: Path, params: Any, ray: Any) -> None:
+    """``index --repos``: build every shard (in-process, or as Ray tasks), one line per failure."""
+    from fastrag.indexing.shards import Runner, build_in_process, build_shards, read_repos
+
+    repos = read_repos(list_file)
+    runner: Runner
+    if ray is None:
+        runner = build_in_process
+    else:
+        from fastrag.indexing.distributed import ray_runner
+
+        runner = ray_runner(str(ray))
+    started = time.perf_counter()
+    outcomes = build_shards(repos, index_dir, params, runner)
+    failed = [o for o in outcomes if o.error is not None]
+    for o in outcomes:
+        if o.error is not None:
+            _status(f"fastrag: error: repository {o.name}: {o.error}")
+        else:
+            state = "up to date" if o.up_to_date else f"indexed in {o.seconds:.2f} s"
+            print(f"{o.name}: {o.files} files, {o.chunks} chunks ({state})")
+    built = len(outcomes) - len(failed)
+    print(f"{built} of {len(outcomes)} repositories indexed in {time.perf_counter() - started:.2f} s -> {index_dir}")
+    if failed:
+        raise SystemExit(1)
+
+
 class Commands:
     """fastrag: retrieval-augmented generation for codebases."""
 
@@ -55,6 +113,8 @@ class Commands:
         repo_path: Any = str(DEFAULT_REPO_PATH),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         vectors: Any = None,
+        repos: Any = None,
+        ray: Any = None,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
 
@@ -63,13 +123,25 @@ class Commands:
             repo_path: the repository to index.
             index_dir: where the index is written.
             vectors: which chunks get embedding vectors: none (default), docs (Markdown/reST), or another mode.
+            repos: a file listing repositories (`path` or `name=path` per line): one shard each.
+            ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
         """
         from fastrag.indexing.builder import DEFAULT_EMBED, IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = DEFAULT_EMBED if vectors is None else str(vectors)
         params = IndexParams(max_chunk_size=size, target_size=_target_size(size), embed=embed)
-        report = build_index(path_arg("repo_path", repo_path), path_arg("index_dir", index_dir), params)
+        if repos is not None:
+            _index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
+            return
+        if ray is not None:
+            raise UsageError("--ray needs --repos")
+        from fastrag.indexing.catalog import CATALOG_FILE
+
+        target = path_arg("index_dir", index_dir)
+        if (target / CATALOG_FILE).exists():
+            raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
+        report = build_index(path_arg("repo_path", repo_path), target, params)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
         else:
@@ -84,9 +156,14 @@ class Commands:
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
             _status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
-    @raw_text("query")
+    @raw_text("query", "repo")
     def search(
-        self, query: Any, k: Any = DEFAULT_K, index_dir: Any = str(DEFAULT_INDEX_DIR), mode: Any = DEFAULT_MODE
+        self,
+        query: Any,
+        k: Any = DEFAULT_K,
+        index_dir: Any = str(DEFAULT_INDEX_DIR),
+        mode: Any = DEFAULT_MODE,
+        repo: Any = None,
     ) -> None:
         """Print the k spans that best answer QUERY.
 
@@ -95,18 +172,21 @@ class Commands:
             k: how many spans (1..10).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
+            repo: of an index built with --repos, search only this shard (repeatable).
         """
         from fastrag.retrieval.retriever import Retriever
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
-        hits = Retriever.open(path_arg("index_dir", index_dir)).search(text, n, mode_arg(mode))
+        retriever = Retriever.open(path_arg("index_dir", index_dir), repos=_repo_names(repo))
+        hits = retriever.search(text, n, mode_arg(mode))
         if not hits:
             _status("no match")
             return
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
 
+    @raw_text("repo")
     def search_dataset(
         self,
         dataset_path: Any = None,
@@ -114,6 +194,7 @@ class Commands:
         save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         mode: Any = DEFAULT_MODE,
+        repo: Any = None,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -123,6 +204,7 @@ class Commands:
             save_directory: folder of the output file (named after the dataset).
             index_dir: where the index lives.
             mode: lexical, vector or hybrid.
+            repo: of an index built with --repos, search only this shard (repeatable).
         """
         from fastrag.evaluation.search_dataset import search_dataset
 
@@ -136,6 +218,7 @@ class Commands:
             path_arg("index_dir", index_dir),
             progress=True,
             mode=mode_arg(mode),
+            repos=_repo_names(repo),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -313,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     import fire.core
 
     fire.core._DisplayError = _fire_error  # one line instead of a usage dump
+    argv = _join_repeated(sys.argv[1:] if argv is None else argv, "--repo")
     try:
         fire.Fire(Commands(), command=argv, name="fastrag")
     except fire.core.FireExit as exc:

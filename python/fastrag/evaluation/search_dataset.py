@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tqdm import tqdm
@@ -22,14 +23,16 @@ def search_dataset(
     index_dir: Path,
     progress: bool = True,
     mode: str = DEFAULT_MODE,
+    repos: Sequence[str] = (),
 ) -> tuple[Path, int]:
     """Retrieve ``k`` spans for every question of ``dataset_path``; return the output path and count.
 
-    Every input is checked before any work starts, and the output is written atomically.
+    Every input is checked before any work starts, and the output is written atomically. ``repos``:
+    of a sharded index, the shards searched (default: all).
     """
     dataset = load_dataset(dataset_path)
     target = output_path(dataset_path, save_directory)
-    retriever = Retriever.open(index_dir)
+    retriever = Retriever.open(index_dir, repos=repos)
     questions = dataset.rag_questions
     results: list[MinimalSearchResults] = []
     with tqdm(total=len(questions), desc="searching", unit="q", disable=not progress) as bar:

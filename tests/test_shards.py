@@ -1,0 +1,141 @@
+"""Sharded indexes: one shard per repository, one ranking across shards, builds in-process or on Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE_FILES, run_cli, write_repo
+from fastrag import _core
+from fastrag.errors import UsageError, UserError
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.indexing.catalog import CATALOG_FILE, open_index
+from fastrag.indexing.shards import Repo, build_shards, read_repos
+from fastrag.retrieval.retriever import Retriever
+
+QUERIES = [
+    "How do I load a LoRA adapter at runtime?",
+    "sampling temperature top_p",
+    "install vllm with pip on a GPU",
+    "scheduler queue request",
+    "unload_lora_adapter",
+]
+
+#: Three repositories of different sizes sharing vocabulary, so that per-shard statistics would
+#: rank differently from corpus-wide ones.
+REPOS = {
+    "alpha": SAMPLE_FILES,
+    "beta": {
+        "notes/sampling.md": "# Sampling\n\nTemperature and top_p shape sampling. " * 3,
+        "src/queue.py": "def add_request(queue, request):\n    queue.append(request)  # scheduler queue\n",
+    },
+    "lora": {
+        "lora.md": "# LoRA\n\nLoad a LoRA adapter with `/v1/load_lora_adapter`; unload it with "
+        "`/v1/unload_lora_adapter`. LoRA adapters are loaded at runtime.\n",
+    },
+}
+
+
+def write_repos(root: Path) -> Path:
+    """The repositories of :data:`REPOS` under ``root/all/<name>``, and ``root/repos.txt`` naming
+    them (with a missing one among them)."""
+    for name, files in REPOS.items():
+        write_repo(root / "all" / name, files)
+    (root / "repos.txt").write_text("alpha=all/alpha\n# a comment\n\nall/beta\nmissing=all/missing\nlora=all/lora\n")
+    return root / "repos.txt"
+
+
+def results(retriever: Retriever, k: int = 10) -> list[list[tuple[str, int, int, float]]]:
+    """Every query's hits as plain tuples."""
+    return [[(h.file_path, h.start, h.end, h.score) for h in hits] for hits in retriever.search_many(QUERIES, k)]
+
+
+def test_merge_scores_with_global_statistics() -> None:
+    docs = [f"lora adapter {i} " + "word " * (i % 7) for i in range(30)] + ["scheduler queue"] * 5
+    whole = _core.Bm25Index.build(docs)
+    merged = _core.Bm25Index.merge([_core.Bm25Index.build(docs[:4]), _core.Bm25Index.build(docs[4:])])
+    assert merged.num_docs == whole.num_docs and merged.avgdl == whole.avgdl
+    assert merged.idf("lora") == whole.idf("lora")
+    for q in ["lora adapter", "word scheduler", "queue 3"]:
+        assert merged.search(q, 50) == whole.search(q, 50)
+    with pytest.raises(ValueError):
+        _core.Bm25Index.merge([whole, _core.Bm25Index.build(docs, k1=0.5)])
+    with pytest.raises(ValueError):
+        _core.Bm25Index.merge([])
+
+
+def test_read_repos(tmp_path: Path) -> None:
+    repos = read_repos(write_repos(tmp_path))
+    assert [r.name for r in repos] == ["alpha", "beta", "missing", "lora"]
+    assert repos[1].path == tmp_path / "all" / "beta"
+    (tmp_path / "twice.txt").write_text("a=x\na=y\n")
+    with pytest.raises(UsageError, match="unique"):
+        read_repos(tmp_path / "twice.txt")
+    (tmp_path / "bad.txt").write_text("../x=y\n")
+    with pytest.raises(UsageError, match="bad repository name"):
+        read_repos(tmp_path / "bad.txt")
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    with pytest.raises(UserError):
+        read_repos(tmp_path / "empty.txt")
+
+
+def test_sharded_ranking_equals_one_index(tmp_path: Path) -> None:
+    """Shards merged at load time rank exactly as one index over a folder of all the repositories."""
+    read_repos(write_repos(tmp_path))
+    repos = [Repo(name, tmp_path / "all" / name) for name in REPOS]
+    outcomes = build_shards(repos, tmp_path / "sharded", IndexParams())
+    assert all(o.error is None for o in outcomes)
+    build_index(tmp_path / "all", tmp_path / "single", IndexParams(), display_root="", progress=False)
+    sharded, single = Retriever.open(tmp_path / "sharded"), Retriever.open(tmp_path / "single")
+    assert sharded.index.chunks == single.index.chunks
+    got = results(sharded)
+    assert got == results(single)
+    repos_hit = {path.split("/")[0] for hits in got for path, *_ in hits}
+    assert repos_hit == set(REPOS)
+    # a shard's own statistics would give another score: the idf is corpus-wide
+    lora_alone = Retriever.open(tmp_path / "sharded" / "shards" / "lora")
+    assert lora_alone.index.bm25.idf("lora") != sharded.index.bm25.idf("lora")
+
+
+def test_repo_restricts_and_unknown_names_fail(tmp_path: Path) -> None:
+    write_repos(tmp_path)
+    build_shards([Repo(n, tmp_path / "all" / n) for n in REPOS], tmp_path / "idx", IndexParams())
+    only = Retriever.open(tmp_path / "idx", repos=["lora", "beta"])
+    paths = {h.file_path.split("/")[0] for hits in only.search_many(QUERIES, 10) for h in hits}
+    assert paths == {"lora", "beta"}
+    with pytest.raises(UsageError, match="no shard named nope"):
+        open_index(tmp_path / "idx", ["nope"])
+    with pytest.raises(UsageError, match="--repo needs"):
+        open_index(tmp_path / "idx" / "shards" / "lora", ["lora"])
+
+
+def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
+    write_repos(tmp_path)
+    result = run_cli("index", "--repos", "repos.txt", "--index_dir", "idx", cwd=tmp_path)
+    assert result.code == 1
+    assert len(result.err_lines) == 1
+    assert result.err_lines[0].startswith("fastrag: error: repository missing:")
+    assert "3 of 4 repositories indexed" in result.out
+    catalog = json.loads((tmp_path / "idx" / CATALOG_FILE).read_text())
+    assert [s["name"] for s in catalog["shards"]] == ["alpha", "beta", "lora"]
+
+    search = run_cli("search", "load a LoRA adapter", "--index_dir", "idx", "--repo", "lora", cwd=tmp_path)
+    assert search.code == 0, search.err
+    hits = [line.split()[1] for line in search.out.splitlines()]
+    assert hits and all(h.startswith("lora/") for h in hits)
+    both = run_cli("search", "adapter sampling", "--index_dir", "idx", "--repo", "lora", "--repo=beta", cwd=tmp_path)
+    assert {line.split()[1].split("/")[0] for line in both.out.splitlines()} == {"lora", "beta"}
+
+    # a repository that disappears keeps its last shard; a second run only checks fingerprints
+    (tmp_path / "all" / "lora" / "lora.md").rename(tmp_path / "lora.md")
+    (tmp_path / "all" / "lora").rmdir()
+    again = run_cli("index", "--repos", "repos.txt", "--index_dir", "idx", cwd=tmp_path)
+    assert again.code == 1 and len(again.err_lines) == 2
+    assert "alpha: 4 files" in again.out and "up to date" in again.out
+    catalog = json.loads((tmp_path / "idx" / CATALOG_FILE).read_text())
+    assert [s["name"] for s in catalog["shards"]] == ["alpha", "beta", "lora"]
+
+    mixed = run_cli("index", "--repo_path", "all/alpha", "--index_dir", "idx", cwd=tmp_path)
+    assert mixed.code == 2 and "holds shards" in mixed.err
