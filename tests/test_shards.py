@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -139,3 +140,22 @@ def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
 
     mixed = run_cli("index", "--repo_path", "all/alpha", "--index_dir", "idx", cwd=tmp_path)
     assert mixed.code == 2 and "holds shards" in mixed.err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
+)
+def test_ray_build_equals_in_process(tmp_path: Path) -> None:
+    """``index --repos --ray local``: one Ray task per shard, the same index as in-process."""
+    write_repos(tmp_path)
+    local = run_cli("index", "--repos", "repos.txt", "--index_dir", "ray", "--ray", "local", cwd=tmp_path, timeout=180)
+    assert local.code == 1, local.err
+    assert [line for line in local.err_lines if line.startswith("fastrag: error:")] == [
+        line for line in local.err_lines if "repository missing" in line
+    ]
+    assert sum("repository missing" in line for line in local.err_lines) == 1
+    plain = run_cli("index", "--repos", "repos.txt", "--index_dir", "plain", cwd=tmp_path)
+    assert plain.code == 1
+    assert results(Retriever.open(tmp_path / "ray")) == results(Retriever.open(tmp_path / "plain"))
+    lora = Retriever.open(tmp_path / "ray", repos=["lora"]).search_many(QUERIES, 10)
+    assert {h.file_path.split("/")[0] for hits in lora for h in hits} == {"lora"}

@@ -1,0 +1,78 @@
+"""Shard builds as Ray tasks (the optional ``ray`` extra: ``uv sync --extra ray``).
+
+Each repository's shard is one task — chunking and BM25 in the task, written into the shared
+index directory — and the driver writes the catalog (:func:`fastrag.indexing.shards.build_shards`).
+A task that dies (worker crash, lost node) is retried by Ray; one that still fails is reported for
+its repository, like a repository that cannot be read. The index directory must be reachable under
+the same path from every node (a local runtime, or a shared file system on a cluster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fastrag.errors import UsageError, UserError
+from fastrag.indexing.builder import IndexParams
+from fastrag.indexing.shards import Repo, Runner, ShardOutcome, build_shard
+
+#: How many times Ray reruns a shard task whose worker died.
+MAX_RETRIES = 2
+#: ``--ray`` values besides a ``ray://host:port`` address: a fresh local runtime, or the running cluster.
+LOCAL = "local"
+AUTO = "auto"
+
+
+def available() -> bool:
+    """Whether Ray is installed."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
+    """A :data:`~fastrag.indexing.shards.Runner` on Ray: ``local`` starts a runtime in this
+    process (``num_cpus`` workers, default all cores), ``auto`` or ``ray://host:port`` joins a cluster."""
+    if not (address in (LOCAL, AUTO) or address.startswith("ray://")):
+        raise UsageError(f"--ray must be {LOCAL}, {AUTO} or ray://host:port, got {address!r}")
+    if not available():
+        raise UserError("--ray needs the ray extra: `uv sync --extra ray` (or `pip install fastrag[ray]`)")
+
+    def run(repos: Sequence[Repo], index_dir: Path, params: IndexParams) -> list[ShardOutcome]:
+        import ray
+
+        started = not ray.is_initialized()
+        if started:
+            # Ray's own start-up lines stay off stderr: failures are reported per repository
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+            if address == LOCAL:
+                ray.init(num_cpus=num_cpus, **options)
+            else:
+                ray.init(address=address, **options)
+        try:
+            return run_tasks(repos, index_dir.resolve(), params)
+        finally:
+            if started:
+                ray.shutdown()
+
+    return run
+
+
+def run_tasks(repos: Sequence[Repo], index_dir: Path, params: IndexParams) -> list[ShardOutcome]:
+    """One Ray task per repository on the connected runtime; a task that fails after its retries
+    becomes its repository's error."""
+    import ray
+
+    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(build_shard)
+    refs = [task.remote(repo, index_dir, params) for repo in repos]
+    outcomes: list[ShardOutcome] = []
+    for repo, ref in zip(repos, refs):
+        try:
+            outcomes.append(ray.get(ref))
+        except ray.exceptions.RayError as exc:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            outcomes.append(ShardOutcome(repo.name, error=f"the build task failed: {why}"))
+    return outcomes
