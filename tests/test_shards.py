@@ -142,6 +142,28 @@ def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
     assert mixed.code == 2 and "holds shards" in mixed.err
 
 
+def test_server_searches_every_shard_and_sees_a_new_set(tmp_path: Path) -> None:
+    import warnings
+
+    from fastrag.server import create_app
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    write_repos(tmp_path)
+    repos = [Repo(n, tmp_path / "all" / n) for n in REPOS]
+    build_shards(repos, tmp_path / "idx", IndexParams())
+    client = TestClient(create_app(tmp_path / "idx", tmp_path, None), raise_server_exceptions=False)
+    first = client.get("/search", params={"query": "adapter sampling temperature queue", "k": 10}).json()
+    assert {r["file_path"].split("/")[0] for r in first["results"]} == set(REPOS)
+    assert first["generation"].startswith("shards-")
+    (tmp_path / "all" / "beta" / "zanzibar.md").write_text("# Zanzibar\n\nzanzibar ordering\n")
+    build_shards(repos, tmp_path / "idx", IndexParams())
+    after = client.get("/search", params={"query": "zanzibar", "k": 1}).json()
+    assert after["generation"] != first["generation"]
+    assert after["results"][0]["file_path"] == "beta/zanzibar.md"
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
 )

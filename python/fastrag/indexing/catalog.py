@@ -13,14 +13,15 @@ This module is all the search path needs; it does not import the builder.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fastrag import _core
 from fastrag.errors import UsageError, UserError
-from fastrag.indexing.generations import ChunkTable, LoadedIndex, load_index
+from fastrag.indexing.generations import ChunkTable, LoadedIndex, current_generation, load_index
 
 CATALOG_FILE = "shards.json"
 SHARDS_DIR = "shards"
@@ -51,6 +52,20 @@ def read_catalog(index_dir: Path) -> list[dict[str, Any]] | None:
     return shards
 
 
+def live_name(index_dir: Path) -> str | None:
+    """A name that changes whenever ``index_dir``'s index does: its live generation's, or for
+    shards ``shards-`` and a digest of the catalog's shard generations; ``None`` when it has no index."""
+    catalog = read_catalog(index_dir)
+    if catalog is None:
+        gen = current_generation(index_dir)
+        return gen.name if gen is not None else None
+    return _set_name(f"{s['name']}:{s.get('generation')}" for s in catalog)
+
+
+def _set_name(members: Iterable[str]) -> str:
+    return "shards-" + hashlib.sha256("\n".join(members).encode()).hexdigest()[:16]
+
+
 def open_index(index_dir: Path, repos: Sequence[str] = ()) -> LoadedIndex:
     """The index of ``index_dir`` for searching: its live generation, or, when it holds shards,
     the merge of every shard (of those named in ``repos``, when given)."""
@@ -70,7 +85,9 @@ def open_index(index_dir: Path, repos: Sequence[str] = ()) -> LoadedIndex:
 def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> LoadedIndex:
     """One searchable index over ``shards`` (name, loaded shard), in order.
 
-    Lexical only: the merged index has no vectors (a shard's vectors are not merged).
+    Its ``path`` is ``index_dir/shards-<digest>``, named after the shards' generations (as
+    :func:`live_name`); no folder holds it. Lexical only: the merged index has no vectors (a
+    shard's vectors are not merged).
     """
     if not shards:
         raise UserError(f"no shard in {index_dir}: re-run `index --repos`")
@@ -94,4 +111,5 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
         "generations": [s.path.name for _, s in shards],
         "vectors": 0,
     }
-    return LoadedIndex(index_dir / CATALOG_FILE, manifest, ChunkTable(paths, file, start, end), bm25)
+    name = _set_name(f"{n}:{s.path.name}" for n, s in shards)
+    return LoadedIndex(index_dir / name, manifest, ChunkTable(paths, file, start, end), bm25)

@@ -9,6 +9,7 @@ the same path from every node (a local runtime, or a shared file system on a clu
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,11 @@ def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
         started = not ray.is_initialized()
         if started:
             # Ray's own start-up lines stay off stderr: failures are reported per repository
-            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": logging.ERROR,
+            }
             if address == LOCAL:
                 ray.init(num_cpus=num_cpus, **options)
             else:

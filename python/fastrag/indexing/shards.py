@@ -83,10 +83,11 @@ def read_repos(list_file: Path) -> list[Repo]:
     return repos
 
 
-def build_shard(repo: Repo, index_dir: Path, params: IndexParams) -> ShardOutcome:
+def build_shard(repo: Repo, index_dir: Path, params: IndexParams, workers: int | None = 1) -> ShardOutcome:
     """Build or update the shard of ``repo``; a :class:`UserError` becomes an outcome, not a raise.
 
-    Chunking runs in this process (``workers=1``): shards are the unit of parallelism.
+    ``workers``: chunking processes (default 1, in this process: in a Ray task, shards are the
+    unit of parallelism; ``None``: the builder's pool, as a lone in-process build uses).
     """
     try:
         report = build_index(
@@ -95,7 +96,7 @@ def build_shard(repo: Repo, index_dir: Path, params: IndexParams) -> ShardOutcom
             params,
             display_root=repo.name,
             progress=False,
-            workers=1,
+            workers=workers,
             text_prefix=repo.name,
         )
     except UserError as exc:
@@ -104,8 +105,8 @@ def build_shard(repo: Repo, index_dir: Path, params: IndexParams) -> ShardOutcom
 
 
 def build_in_process(repos: Sequence[Repo], index_dir: Path, params: IndexParams) -> list[ShardOutcome]:
-    """:func:`build_shard` of every repository, one after another."""
-    return [build_shard(repo, index_dir, params) for repo in repos]
+    """:func:`build_shard` of every repository, one after another (each chunks on all cores)."""
+    return [build_shard(repo, index_dir, params, workers=None) for repo in repos]
 
 
 def build_shards(
@@ -118,11 +119,13 @@ def build_shards(
     if (index_dir / CURRENT_FILE).exists():
         raise UsageError(f"{index_dir} holds a single-repository index: give --repos another --index_dir")
     outcomes = runner(repos, index_dir, params)
-    shards = [
-        {"name": r.name, "dir": f"{SHARDS_DIR}/{r.name}", "repo_path": str(r.path.resolve())}
-        for r in sorted(repos, key=lambda r: r.name)
-        if current_generation(shard_dir(index_dir, r.name)) is not None
-    ]
+    shards = []
+    for r in sorted(repos, key=lambda r: r.name):
+        gen = current_generation(shard_dir(index_dir, r.name))
+        if gen is not None:
+            shards.append(
+                {"name": r.name, "dir": f"{SHARDS_DIR}/{r.name}", "generation": gen.name, "repo_path": str(r.path)}
+            )
     if shards:
         write_json_atomic(index_dir / CATALOG_FILE, {"format_version": CATALOG_VERSION, "shards": shards}, indent=2)
     return outcomes
