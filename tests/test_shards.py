@@ -140,6 +140,12 @@ def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
 
     mixed = run_cli("index", "--repo_path", "all/alpha", "--index_dir", "idx", cwd=tmp_path)
     assert mixed.code == 2 and "holds shards" in mixed.err
+    bad = run_cli("index", "--repos", "repos.txt", "--index_dir", "idx", "--ray", "bogus", cwd=tmp_path)
+    assert bad.code == 2 and bad.err_lines == [
+        "fastrag: error: --ray must be local, auto or ray://host:port, got 'bogus'"
+    ]
+    alone = run_cli("index", "--repo_path", "all/alpha", "--index_dir", "other", "--ray", "local", cwd=tmp_path)
+    assert alone.code == 2 and alone.err_lines == ["fastrag: error: --ray needs --repos"]
 
 
 def test_server_searches_every_shard_and_sees_a_new_set(tmp_path: Path) -> None:

@@ -53,10 +53,14 @@ def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
                 "log_to_driver": False,
                 "logging_level": logging.ERROR,
             }
-            if address == LOCAL:
-                ray.init(num_cpus=num_cpus, **options)
-            else:
-                ray.init(address=address, **options)
+            try:
+                if address == LOCAL:
+                    ray.init(num_cpus=num_cpus, **options)
+                else:
+                    ray.init(address=address, **options)
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+                why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UserError(f"cannot start or join Ray ({address}): {why}") from exc
         try:
             return run_tasks(repos, index_dir.resolve(), params)
         finally:

@@ -123,9 +123,8 @@ def build_shards(
     for r in sorted(repos, key=lambda r: r.name):
         gen = current_generation(shard_dir(index_dir, r.name))
         if gen is not None:
-            shards.append(
-                {"name": r.name, "dir": f"{SHARDS_DIR}/{r.name}", "generation": gen.name, "repo_path": str(r.path)}
-            )
+            entry = {"name": r.name, "dir": f"{SHARDS_DIR}/{r.name}", "generation": gen.name}
+            shards.append({**entry, "repo_path": str(r.path.resolve())})
     if shards:
         write_json_atomic(index_dir / CATALOG_FILE, {"format_version": CATALOG_VERSION, "shards": shards}, indent=2)
     return outcomes
