@@ -68,8 +68,8 @@ test: data $(CORE_SO)  ## the whole suite: Rust unit tests, then pytest (rebuild
 
 BENCH_STEP     = $(PY) benches/report.py step
 CRITERION_ARGS ?=
-bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, plots; rewrites benches/RESULTS.md
-	$(UV) sync --frozen --inexact --group dev --group bench
+bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, shards (Ray), plots; rewrites benches/RESULTS.md
+	$(UV) sync --frozen --inexact --group dev --group bench --extra ray
 	$(PY) benches/report.py start
 	$(BENCH_STEP) criterion -- cargo bench --bench core $(if $(CRITERION_ARGS),-- $(CRITERION_ARGS))
 	$(BENCH_STEP) pytest-benchmark -- $(RUN) pytest benches -q --benchmark-only
@@ -77,6 +77,7 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(BENCH_STEP) scaling -- $(PY) benches/scaling.py
 	$(BENCH_STEP) threads -- $(PY) benches/threads.py
 	$(BENCH_STEP) modes -- $(PY) benches/modes.py
+	$(BENCH_STEP) shards -- $(PY) benches/shards.py
 	$(BENCH_STEP) plots -- $(PY) benches/plots.py
 	$(PY) benches/report.py finish
 
