@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,34 @@ def test_ray_build_equals_in_process(tmp_path: Path) -> None:
     assert results(Retriever.open(tmp_path / "ray")) == results(Retriever.open(tmp_path / "plain"))
     lora = Retriever.open(tmp_path / "ray", repos=["lora"]).search_many(QUERIES, 10)
     assert {h.file_path.split("/")[0] for hits in lora for h in hits} == {"lora"}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
+)
+def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path) -> None:
+    import ray
+
+    from fastrag.indexing.distributed import MAX_RETRIES, run_tasks
+    from fastrag.indexing.shards import ShardOutcome, build_shard
+
+    write_repos(tmp_path)
+    attempts = tmp_path / "attempts"
+
+    def build(repo: Repo, index_dir: Path, params: IndexParams) -> ShardOutcome:
+        if repo.name == "beta":  # its worker process dies, every time
+            with open(attempts, "a") as log:
+                log.write("x")
+            os._exit(1)
+        return build_shard(repo, index_dir, params)
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        repos = [Repo(n, tmp_path / "all" / n) for n in REPOS]
+        outcomes = run_tasks(repos, tmp_path / "idx", IndexParams(), build)
+    finally:
+        ray.shutdown()
+    errors = {o.name: o.error for o in outcomes}
+    assert errors["alpha"] is None and errors["lora"] is None
+    assert errors["beta"] is not None and errors["beta"].startswith("the build task failed")
+    assert attempts.read_text() == "x" * (1 + MAX_RETRIES)

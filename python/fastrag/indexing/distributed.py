@@ -10,7 +10,7 @@ the same path from every node (a local runtime, or a shared file system on a clu
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from fastrag.errors import UsageError, UserError
 from fastrag.indexing.builder import IndexParams
 from fastrag.indexing.shards import Repo, Runner, ShardOutcome, build_shard
 
+#: What a task runs for one repository (:func:`~fastrag.indexing.shards.build_shard`).
+BuildShard = Callable[[Repo, Path, IndexParams], ShardOutcome]
 #: How many times Ray reruns a shard task whose worker died.
 MAX_RETRIES = 2
 #: ``--ray`` values besides a ``ray://host:port`` address: a fresh local runtime, or the running cluster.
@@ -70,12 +72,14 @@ def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
     return run
 
 
-def run_tasks(repos: Sequence[Repo], index_dir: Path, params: IndexParams) -> list[ShardOutcome]:
-    """One Ray task per repository on the connected runtime; a task that fails after its retries
-    becomes its repository's error."""
+def run_tasks(
+    repos: Sequence[Repo], index_dir: Path, params: IndexParams, build: BuildShard = build_shard
+) -> list[ShardOutcome]:
+    """One Ray task running ``build`` per repository on the connected runtime; a task that fails
+    after its retries becomes its repository's error."""
     import ray
 
-    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(build_shard)
+    task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(build)
     refs = [task.remote(repo, index_dir, params) for repo in repos]
     outcomes: list[ShardOutcome] = []
     for repo, ref in zip(repos, refs):
