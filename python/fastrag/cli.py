@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fire.decorators import SetParseFn
 
@@ -28,6 +28,9 @@ from fastrag.config import (
     MAX_NEW_TOKENS,
 )
 from fastrag.errors import UsageError, UserError
+
+if TYPE_CHECKING:
+    from fastrag.indexing.builder import IndexParams
 
 CommandT = TypeVar("CommandT", bound=Callable[..., None])
 
@@ -77,7 +80,7 @@ def _repo_names(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _index_shards(list_file: Path, index_dir: Path, params: Any, ray: Any) -> None:
+def _index_shards(list_file: Path, index_dir: Path, params: IndexParams, ray: Any) -> None:
     """``index --repos``: build every shard (in-process, or as Ray tasks), one line per failure."""
     from fastrag.indexing.shards import Runner, build_in_process, build_shards, read_repos
 
