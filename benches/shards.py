@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import os
 import shutil
 import statistics
@@ -110,9 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     questions = [q.question for q in load_dataset(SETS["docs"]).rag_questions]
-    import ray
-
-    from fastrag.indexing.distributed import run_tasks
+    from fastrag.indexing.distributed import run_tasks, start
 
     meter = CpuMeter()
     rows = []
@@ -120,7 +117,9 @@ def main() -> None:
         root = Path(tmp)
         files, size = make_slice(root / "slice")
         started = time.perf_counter()
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+        start(num_cpus=os.cpu_count())  # before this process imports Ray (see `start`)
+        import ray
+
         ray_start = time.perf_counter() - started
         # the first tasks also start the worker processes: warm them on a one-shard build
         timed_build(repos_of(root, root / "slice", 1), root / "warm", run_tasks)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import logging
 import os
 from pathlib import Path
 
@@ -195,9 +194,7 @@ def test_ray_build_equals_in_process(tmp_path: Path) -> None:
     importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
 )
 def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path) -> None:
-    import ray
-
-    from fastrag.indexing.distributed import MAX_RETRIES, run_tasks
+    from fastrag.indexing.distributed import MAX_RETRIES, run_tasks, start
     from fastrag.indexing.shards import ShardOutcome, build_shard
 
     write_repos(tmp_path)
@@ -210,7 +207,9 @@ def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path) ->
             os._exit(1)
         return build_shard(repo, index_dir, params)
 
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    start(num_cpus=1)  # before this process imports Ray (see `start`)
+    import ray
+
     try:
         repos = [Repo(n, tmp_path / "all" / n) for n in REPOS]
         outcomes = run_tasks(repos, tmp_path / "idx", IndexParams(), build)

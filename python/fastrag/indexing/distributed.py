@@ -10,6 +10,7 @@ the same path from every node (a local runtime, or a shared file system on a clu
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,14 @@ MAX_RETRIES = 2
 #: ``--ray`` values besides a ``ray://host:port`` address: a fresh local runtime, or the running cluster.
 LOCAL = "local"
 AUTO = "auto"
+#: Ray's switch for re-launching workers through ``uv run`` (see :func:`start`).
+UV_RUN_HOOK = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 
 
 def available() -> bool:
-    """Whether Ray is installed."""
+    """Whether Ray is installed (it is imported here, as :func:`start` needs it: see there)."""
+    # read once, when Ray is first imported
+    os.environ[UV_RUN_HOOK] = "0"
     try:
         import ray  # noqa: F401
     except ImportError:
@@ -49,20 +54,7 @@ def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
 
         started = not ray.is_initialized()
         if started:
-            # Ray's own start-up lines stay off stderr: failures are reported per repository
-            options: dict[str, Any] = {
-                "include_dashboard": False,
-                "log_to_driver": False,
-                "logging_level": logging.ERROR,
-            }
-            try:
-                if address == LOCAL:
-                    ray.init(num_cpus=num_cpus, **options)
-                else:
-                    ray.init(address=address, **options)
-            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
-                why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise UserError(f"cannot start or join Ray ({address}): {why}") from exc
+            start(address, num_cpus)
         try:
             return run_tasks(repos, index_dir.resolve(), params)
         finally:
@@ -70,6 +62,31 @@ def ray_runner(address: str, num_cpus: int | None = None) -> Runner:
                 ray.shutdown()
 
     return run
+
+
+def start(address: str = LOCAL, num_cpus: int | None = None) -> None:
+    """Start a local Ray runtime (``num_cpus`` workers, default all cores) or join ``address``.
+
+    Workers run this interpreter's environment: Ray's own re-launch of workers through ``uv run``
+    (when the driver runs under ``uv run``) is turned off, since those workers start in another
+    folder, resolve another environment and never register; Ray reads that switch when first
+    imported, so a process must not import Ray before calling this. Ray's start-up lines stay off
+    stderr (failures are reported per repository). :class:`UserError` when Ray cannot start or be
+    joined.
+    """
+    if not available():
+        raise UserError("--ray needs the ray extra: `uv sync --extra ray` (or `pip install fastrag[ray]`)")
+    import ray
+
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    try:
+        if address == LOCAL:
+            ray.init(num_cpus=num_cpus, **options)
+        else:
+            ray.init(address=address, **options)
+    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot start or join Ray ({address}): {why}") from exc
 
 
 def run_tasks(
