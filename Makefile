@@ -28,9 +28,12 @@ help:  ## list the targets
 # Every target that runs Python depends on `install`: `uv sync` is a no-op when nothing changed and
 # rebuilds the Rust core when a file of pyproject.toml's cache-keys (rust/, Cargo.toml, Cargo.lock)
 # changed since the installed build, so no target runs a stale core after a Rust edit.
-install:  ## install uv if missing, then the package (release build of the Rust core) and dev tools
+# Optional extras every sync keeps: `--extra ray` once Ray is installed (CI sets EXTRAS to install it),
+# so that `make install` never removes an extra installed before it.
+EXTRAS ?= $(if $(wildcard .venv/lib/python*/site-packages/ray/__init__.py),--extra ray)
+install:  ## install uv if missing, then the package (release build of the Rust core), dev tools and $(EXTRAS)
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --frozen --compile-bytecode
+	$(UV) sync --frozen --compile-bytecode $(EXTRAS)
 	@# the package itself is an editable source tree: compile it too, so that a process never
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
@@ -68,8 +71,8 @@ test: install data  ## the whole suite (installs first: a no-op when up to date,
 
 BENCH_STEP     = $(PY) benches/report.py step
 CRITERION_ARGS ?=
-bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, plots; rewrites benches/RESULTS.md
-	$(UV) sync --frozen --inexact --group dev --group bench
+bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, shards (Ray), plots; rewrites benches/RESULTS.md
+	$(UV) sync --frozen --inexact --group dev --group bench --extra ray
 	$(PY) benches/report.py start
 	$(BENCH_STEP) criterion -- cargo bench --bench core $(if $(CRITERION_ARGS),-- $(CRITERION_ARGS))
 	$(BENCH_STEP) pytest-benchmark -- $(RUN) pytest benches -q --benchmark-only
@@ -77,6 +80,7 @@ bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, py
 	$(BENCH_STEP) scaling -- $(PY) benches/scaling.py
 	$(BENCH_STEP) threads -- $(PY) benches/threads.py
 	$(BENCH_STEP) modes -- $(PY) benches/modes.py
+	$(BENCH_STEP) shards -- $(PY) benches/shards.py
 	$(BENCH_STEP) plots -- $(PY) benches/plots.py
 	$(PY) benches/report.py finish
 
@@ -106,7 +110,7 @@ fclean: clean  ## also remove the virtualenv, the Rust build, the corpus, datase
 
 .PHONY: bench-peers
 bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens; refreshes benches/RESULTS.md
-	$(UV) sync --frozen --group bench --group dev
+	$(UV) sync --frozen --group bench --group dev $(EXTRAS)
 	$(PY) benches/peers.py
 
 .PHONY: cv

@@ -180,6 +180,17 @@ impl Bm25Index {
         Ok(Self { inner })
     }
 
+    /// One index over the documents of `shards`, in order, scored with their global
+    /// statistics: equal to `build` over all their documents at once.
+    #[staticmethod]
+    fn merge(py: Python<'_>, shards: Vec<PyRef<'_, Bm25Index>>) -> PyResult<Self> {
+        let parts: Vec<&bm25::Bm25Index> = shards.iter().map(|s| &s.inner).collect();
+        let inner = py
+            .detach(|| bm25::Bm25Index::merge(&parts))
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Self { inner })
+    }
+
     /// Reads an index written by `save`.
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {

@@ -37,6 +37,7 @@ FILES = {
     "bad/results_wrong_shape.json": '{"search_results": "nope"}',
     "bad/binary.json": "\x00\x01\x02\xff",
     "a_file": "not a directory",
+    "repos.txt": "repo\n",
 }
 
 
@@ -69,6 +70,8 @@ CASES: dict[str, Case] = {
     "search empty path glob": case(2, "search", "lora", "--path", "docs/**", "--path", " "),
     "search bad path glob": case(2, "search", "lora", "--path", "[z-a]"),
     "search unknown lang": case(2, "search", "lora", "--lang", "klingon"),
+    "search --repo of an unsharded index": case(2, "search", "lora", "--repo", "repo"),
+    "search empty repo name": case(2, "search", "lora", "--repo", "repo,"),
     # search_dataset: every kind of bad file, bad k, bad save directory
     "search_dataset no dataset flag": case(2, "search_dataset"),
     "search_dataset missing file": case(1, "search_dataset", "--dataset_path", "bad/none.json"),
@@ -85,6 +88,7 @@ CASES: dict[str, Case] = {
     "search_dataset missing index_dir": case(1, "search_dataset", "--dataset_path", DS, "--index_dir", "nowhere"),
     "search_dataset empty path glob": case(2, "search_dataset", "--dataset_path", DS, "--path", ""),
     "search_dataset unknown lang": case(2, "search_dataset", "--dataset_path", DS, "--lang", "."),
+    "search_dataset --repo of an unsharded index": case(2, "search_dataset", "--dataset_path", DS, "--repo", "repo"),
     # evaluate
     "evaluate no flags": case(2, "evaluate"),
     "evaluate no dataset flag": case(2, "evaluate", "--student_search_results_path", RESULTS),
@@ -105,6 +109,10 @@ CASES: dict[str, Case] = {
     "index empty repo": case(1, "index", "--repo_path", "empty_repo"),
     "index bad vectors": case(2, "index", "--repo_path", "repo", "--vectors", "sometimes"),
     "index index_dir is a file": case(1, "index", "--repo_path", "repo", "--index_dir", "a_file"),
+    "index missing repository list": case(1, "index", "--repos", "bad/none.txt"),
+    "index empty repository list": case(1, "index", "--repos", "bad/empty.json"),
+    "index --ray without --repos": case(2, "index", "--repo_path", "repo", "--ray", "local"),
+    "index bad ray address": case(2, "index", "--repos", "repos.txt", "--ray", "bogus"),
     # answer: checked before any model is loaded
     "answer empty question": case(2, "answer", ""),
     "answer blank question": case(2, "answer", "\n\n"),

@@ -41,7 +41,10 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.vectors",
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
+            "fastrag.indexing.catalog",
             "fastrag.indexing.builder",
+            "fastrag.indexing.shards",
+            "fastrag.indexing.distributed",
         ],
     ),
     (

@@ -86,6 +86,13 @@ class Bm25Index:
         """Tokenize ``docs`` across threads and build the index."""
 
     @staticmethod
+    def merge(shards: Sequence[Bm25Index]) -> Bm25Index:
+        """One index over the documents of ``shards`` one after another, scored with their
+        global statistics (document frequencies, count, average length): equal to :meth:`build`
+        over all their documents at once. ``ValueError`` when they differ in parameters or
+        tokenizer, or there are none."""
+
+    @staticmethod
     def load(path: str | os.PathLike[str]) -> Bm25Index:
         """Read an index written by :meth:`save` (``FileNotFoundError``, ``OSError``,
         :class:`IndexFormatError`)."""

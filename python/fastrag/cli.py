@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fire.decorators import SetParseFn
 
@@ -27,6 +28,9 @@ from fastrag.config import (
     MAX_NEW_TOKENS,
 )
 from fastrag.errors import UsageError, UserError
+
+if TYPE_CHECKING:
+    from fastrag.indexing.builder import IndexParams
 
 CommandT = TypeVar("CommandT", bound=Callable[..., None])
 
@@ -46,6 +50,43 @@ def _status(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _repo_names(value: Any) -> tuple[str, ...]:
+    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated)."""
+    if value is None:
+        return ()
+    names = [n.strip() for n in str(value).replace(REPEATED_SEP, ",").split(",")]
+    if isinstance(value, bool) or not all(names):
+        raise UsageError(f"--repo needs shard names, got {value!r}")
+    return tuple(names)
+
+
+def _index_shards(list_file: Path, index_dir: Path, params: IndexParams, ray: Any) -> None:
+    """``index --repos``: build every shard (in-process, or as Ray tasks), one line per failure."""
+    from fastrag.indexing.shards import Runner, build_in_process, build_shards, read_repos
+
+    repos = read_repos(list_file)
+    runner: Runner
+    if ray is None:
+        runner = build_in_process
+    else:
+        from fastrag.indexing.distributed import ray_runner
+
+        runner = ray_runner(str(ray))
+    started = time.perf_counter()
+    outcomes = build_shards(repos, index_dir, params, runner)
+    failed = [o for o in outcomes if o.error is not None]
+    for o in outcomes:
+        if o.error is not None:
+            _status(f"fastrag: error: repository {o.name}: {o.error}")
+        else:
+            state = "up to date" if o.up_to_date else f"indexed in {o.seconds:.2f} s"
+            print(f"{o.name}: {o.files} files, {o.chunks} chunks ({state})")
+    built = len(outcomes) - len(failed)
+    print(f"{built} of {len(outcomes)} repositories indexed in {time.perf_counter() - started:.2f} s -> {index_dir}")
+    if failed:
+        raise SystemExit(1)
+
+
 class Commands:
     """fastrag: retrieval-augmented generation for codebases."""
 
@@ -55,6 +96,8 @@ class Commands:
         repo_path: Any = str(DEFAULT_REPO_PATH),
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         vectors: Any = None,
+        repos: Any = None,
+        ray: Any = None,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
 
@@ -63,13 +106,25 @@ class Commands:
             repo_path: the repository to index.
             index_dir: where the index is written.
             vectors: which chunks get embedding vectors: none (default), docs (Markdown/reST), or another mode.
+            repos: a file listing repositories (`path` or `name=path` per line): one shard each.
+            ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
         """
         from fastrag.indexing.builder import DEFAULT_EMBED, IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = DEFAULT_EMBED if vectors is None else str(vectors)
         params = IndexParams(max_chunk_size=size, target_size=_target_size(size), embed=embed)
-        report = build_index(path_arg("repo_path", repo_path), path_arg("index_dir", index_dir), params)
+        if repos is not None:
+            _index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
+            return
+        if ray is not None:
+            raise UsageError("--ray needs --repos")
+        from fastrag.indexing.catalog import CATALOG_FILE
+
+        target = path_arg("index_dir", index_dir)
+        if (target / CATALOG_FILE).exists():
+            raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
+        report = build_index(path_arg("repo_path", repo_path), target, params)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
         else:
@@ -84,7 +139,7 @@ class Commands:
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
             _status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
-    @raw_text("query", "path", "lang")
+    @raw_text("query", "path", "lang", "repo")
     def search(
         self,
         query: Any,
@@ -93,6 +148,7 @@ class Commands:
         mode: Any = DEFAULT_MODE,
         path: Any = None,
         lang: Any = None,
+        repo: Any = None,
     ) -> None:
         """Print the k spans that best answer QUERY.
 
@@ -103,6 +159,7 @@ class Commands:
             mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
             path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
             lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
+            repo: of an index built with --repos, search only this shard (repeatable).
         """
         from fastrag.retrieval.filters import SearchFilter
         from fastrag.retrieval.retriever import Retriever
@@ -110,7 +167,7 @@ class Commands:
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
         chosen = SearchFilter.parse(_globs(path), lang)
-        retriever = Retriever.open(path_arg("index_dir", index_dir))
+        retriever = Retriever.open(path_arg("index_dir", index_dir), repos=_repo_names(repo))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
             _status("no match")
@@ -118,7 +175,7 @@ class Commands:
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
 
-    @raw_text("path", "lang")
+    @raw_text("path", "lang", "repo")
     def search_dataset(
         self,
         dataset_path: Any = None,
@@ -128,6 +185,7 @@ class Commands:
         mode: Any = DEFAULT_MODE,
         path: Any = None,
         lang: Any = None,
+        repo: Any = None,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -139,6 +197,7 @@ class Commands:
             mode: lexical, vector or hybrid.
             path: only files matching this glob (repeatable: any may match).
             lang: only files of this language (or a suffix such as py).
+            repo: of an index built with --repos, search only this shard (repeatable).
         """
         from fastrag.evaluation.search_dataset import search_dataset
         from fastrag.retrieval.filters import SearchFilter
@@ -154,6 +213,7 @@ class Commands:
             progress=True,
             mode=mode_arg(mode),
             search_filter=SearchFilter.parse(_globs(path), lang),
+            repos=_repo_names(repo),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -376,7 +436,7 @@ def _fire_error(component_trace: Any) -> None:
 
 
 #: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
-REPEATED_FLAGS = ("--allowed_host", "--path")
+REPEATED_FLAGS = ("--allowed_host", "--path", "--repo")
 REPEATED_SEP = "\n"
 
 

@@ -58,6 +58,29 @@ pub(super) fn mean(lens: &[u32]) -> f64 {
     }
 }
 
+/// Length normalisation `k1 · (1 − b + b · dl / avgdl)` of every document (`dl / avgdl`
+/// is 1 when `avgdl` is 0).
+pub(super) fn norms(doc_lens: &[u32], avgdl: f64, Bm25Params { k1, b }: Bm25Params) -> Vec<f64> {
+    let ratio = |dl: u32| {
+        if avgdl > 0.0 {
+            f64::from(dl) / avgdl
+        } else {
+            1.0
+        }
+    };
+    doc_lens
+        .iter()
+        .map(|&dl| k1 * (1.0 - b + b * ratio(dl)))
+        .collect()
+}
+
+/// The stored contribution of a posting: `idf · tf · (k1 + 1) / (tf + norm)`, computed in
+/// `f64` and rounded once (the one formula of the build and of [`Bm25Index::merge`]).
+#[inline]
+pub(super) fn contribution(idf: f64, tf: f64, k1: f64, norm: f64) -> f32 {
+    (idf * tf * (k1 + 1.0) / (tf + norm)) as f32
+}
+
 /// The three posting arrays of [`Bm25Index`].
 pub(super) struct Postings {
     pub(super) offsets: Vec<u32>,
@@ -114,17 +137,7 @@ fn postings(
         .iter()
         .map(|&d| idf(doc_lens.len(), d as usize))
         .collect();
-    let ratio = |dl: u32| {
-        if avgdl > 0.0 {
-            f64::from(dl) / avgdl
-        } else {
-            1.0
-        }
-    };
-    let norms: Vec<f64> = doc_lens
-        .iter()
-        .map(|&dl| k1 * (1.0 - b + b * ratio(dl)))
-        .collect();
+    let norms = norms(doc_lens, avgdl, Bm25Params { k1, b });
 
     // the arrays a query reads at random: huge pages (see `crate::memory`)
     let mut doc_ids = huge_zeroed(end as usize, 0u32);
@@ -149,7 +162,7 @@ fn postings(
                     let (t, tf) = (t as usize, f64::from(tf));
                     let pos = next[t] as usize;
                     next[t] += 1;
-                    let c = (idfs[t] * tf * (k1 + 1.0) / (tf + norms[doc])) as f32;
+                    let c = contribution(idfs[t], tf, k1, norms[doc]);
                     // SAFETY: `pos` is below `end`, the arrays' length, and is this group's
                     // alone: group `g`'s positions for term `t` run from its cursor over its
                     // own count of `t`, and the groups' runs follow one another

@@ -34,12 +34,14 @@
 //! Where things are: this file holds the index, its parameters, loading from checked arrays
 //! and the search entry points; `build` the parallel build (blocks, vocabulary merge, posting
 //! scatter); `vocab` the sorted vocabulary and the hash table of query terms; `prune` the
-//! range bounds and the pruned search; `topk` the top-k selections; `simd` the vectorized
+//! range bounds and the pruned search; `merge` one index over several shards, with global
+//! statistics; `topk` the top-k selections; `simd` the vectorized
 //! kernels and prefetch; `tests` the oracles and property tests.
 
 #![warn(missing_docs)]
 
 mod build;
+mod merge;
 mod prune;
 mod simd;
 mod topk;

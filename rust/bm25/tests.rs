@@ -508,3 +508,65 @@ fn ranges_without_an_allowed_document_get_a_zero_bound() {
     assert_eq!(Bm25Index::mask_bounds(&mask[..WIDTH], &mut scratch), 2.0);
     assert_eq!(scratch.bounds, vec![2.0, 0.0, 0.0, 0.0]);
 }
+
+fn merged(docs: &[String], cuts: &[usize], p: Bm25Params, cfg: TokenizerConfig) -> Bm25Index {
+    let mut bounds: Vec<usize> = cuts.iter().map(|&c| c % (docs.len() + 1)).collect();
+    bounds.extend([0, docs.len()]);
+    bounds.sort_unstable();
+    let shards: Vec<Bm25Index> = bounds
+        .windows(2)
+        .map(|w| Bm25Index::build(&docs[w[0]..w[1]], p, cfg).unwrap())
+        .collect();
+    Bm25Index::merge(&shards.iter().collect::<Vec<_>>()).unwrap()
+}
+
+#[test]
+fn merge_rejects_mixed_or_no_shards() {
+    let docs = corpus();
+    let a = Bm25Index::build(&docs, Bm25Params::DEFAULT, TokenizerConfig::DEFAULT).unwrap();
+    let b = Bm25Index::build(
+        &docs,
+        Bm25Params { k1: 0.9, b: 0.4 },
+        TokenizerConfig::DEFAULT,
+    )
+    .unwrap();
+    assert!(Bm25Index::merge(&[&a, &b]).is_err());
+    assert!(Bm25Index::merge(&[]).is_err());
+    assert_eq!(Bm25Index::merge(&[&a]).unwrap(), a);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Merging shards gives the index built over all their documents, array for array
+    /// (so every search and score agrees to the bit), whatever the cut and parameters.
+    #[test]
+    fn merge_equals_one_build(
+        docs in prop::collection::vec(
+            prop::collection::vec(skewed_word(), 0..60).prop_map(|w| w.join(" ")), 1..40),
+        cuts in prop::collection::vec(0usize..64, 0..5),
+        k1 in prop::sample::select(vec![0.0, 0.5, 1.2, 3.0]),
+        b in prop::sample::select(vec![0.0, 0.3, 0.75, 1.0]),
+    ) {
+        let p = Bm25Params { k1, b };
+        let whole = Bm25Index::build(&docs, p, TokenizerConfig::DEFAULT).unwrap();
+        prop_assert_eq!(merged(&docs, &cuts, p, TokenizerConfig::DEFAULT), whole);
+    }
+}
+
+#[test]
+fn merge_recovers_large_term_frequencies() {
+    let mut docs = corpus();
+    docs.push("cache ".repeat(5000));
+    docs.push(format!("{} keys", "values ".repeat(900)));
+    let whole = Bm25Index::build(&docs, Bm25Params::DEFAULT, TokenizerConfig::DEFAULT).unwrap();
+    assert_eq!(
+        merged(
+            &docs,
+            &[2, 5],
+            Bm25Params::DEFAULT,
+            TokenizerConfig::DEFAULT
+        ),
+        whole
+    );
+}

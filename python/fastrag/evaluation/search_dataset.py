@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tqdm import tqdm
@@ -24,16 +25,18 @@ def search_dataset(
     progress: bool = True,
     mode: str = DEFAULT_MODE,
     search_filter: SearchFilter | None = None,
+    repos: Sequence[str] = (),
 ) -> tuple[Path, int]:
     """Retrieve ``k`` spans for every question of ``dataset_path``; return the output path and count.
 
-    ``search_filter``: only spans of the files it accepts.
+    ``search_filter``: only spans of the files it accepts. ``repos``: of a sharded index, the
+    shards searched (default: all).
 
     Every input is checked before any work starts, and the output is written atomically.
     """
     dataset = load_dataset(dataset_path)
     target = output_path(dataset_path, save_directory)
-    retriever = Retriever.open(index_dir)
+    retriever = Retriever.open(index_dir, repos=repos)
     allowed = search_filter.mask(retriever.index) if search_filter is not None else None
     questions = dataset.rag_questions
     results: list[MinimalSearchResults] = []

@@ -183,6 +183,7 @@ def build_index(
     workers: int | None = None,
     models_dir: Path | None = None,
     embedder: Embedder | None = None,
+    text_prefix: str = "",
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
 
@@ -190,6 +191,8 @@ def build_index(
     relative to the working directory when it lies below it, else absolute). The embedding
     model is ``embedder`` if given, else resolved from ``models_dir`` (see
     :meth:`fastrag.indexing.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
+    ``text_prefix``: a folder prepended to each file's relative path in the text BM25 indexes (a
+    shard's repository name, so that its chunks index as in one index over all the repositories).
     """
     params = params or IndexParams()
     spec = params.embed_spec()
@@ -243,7 +246,7 @@ def build_index(
         return report
 
     ordered = [records[k] for k in sorted(records)]
-    docs, heading_docs = _indexed_texts(repo_path, ordered)
+    docs, heading_docs = _indexed_texts(repo_path, ordered, text_prefix)
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
     headings = _core.Bm25Index.build(
         heading_docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem
@@ -323,15 +326,16 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
 
 
-def _indexed_texts(repo_path: Path, records: Iterable[FileRecord]) -> tuple[list[str], list[str]]:
-    """The texts BM25 indexes for every chunk and for every heading line: relative path, context,
-    then the span itself."""
+def _indexed_texts(repo_path: Path, records: Iterable[FileRecord], prefix: str = "") -> tuple[list[str], list[str]]:
+    """The texts BM25 indexes for every chunk and for every heading line: relative path (below
+    ``prefix``, if any), context, then the span itself."""
     docs: list[str] = []
     heading_docs: list[str] = []
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
-        docs.extend(f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
-        heading_docs.extend(f"{record.rel_path}\n{c.context}\n{text[c.start : c.end]}" for c in record.headings)
+        shown = f"{prefix}/{record.rel_path}" if prefix else record.rel_path
+        docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
+        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.headings)
     return docs, heading_docs
 
 

@@ -14,7 +14,8 @@ import numpy as np
 from fastrag import _core
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, MODES
 from fastrag.errors import UsageError, UserError
-from fastrag.indexing.generations import ChunkTable, LoadedIndex, load_index
+from fastrag.indexing.catalog import open_index
+from fastrag.indexing.generations import ChunkTable, LoadedIndex
 from fastrag.retrieval.fusion import rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
@@ -84,9 +85,12 @@ class Retriever:
         self._texts: FileTexts | None = None
 
     @classmethod
-    def open(cls, index_dir: Path = DEFAULT_INDEX_DIR, models_dir: Path = DEFAULT_MODELS_DIR) -> Retriever:
-        """Load the live index of ``index_dir``."""
-        return cls(load_index(index_dir), models_dir)
+    def open(
+        cls, index_dir: Path = DEFAULT_INDEX_DIR, models_dir: Path = DEFAULT_MODELS_DIR, repos: Sequence[str] = ()
+    ) -> Retriever:
+        """Load the live index of ``index_dir``: of a sharded index, every shard (or those named in
+        ``repos``) as one (:func:`fastrag.indexing.catalog.open_index`)."""
+        return cls(open_index(index_dir, repos), models_dir)
 
     def search(
         self, query: str, k: int, mode: str = DEFAULT_MODE, precision: bool | None = None, allowed: bytes | None = None

@@ -3,7 +3,9 @@
 Every request asks :meth:`LiveIndex.current`, which costs one ``stat`` of the ``CURRENT`` file while the
 index is unchanged. When an indexer (``POST /index``, or ``python -m fastrag index`` in another
 process) publishes a new generation, the next request loads it; requests already running finish on
-the generation they started with, which stays in memory, so nobody ever sees half of an index.
+the generation they started with, which stays in memory, so nobody ever sees half of an index. An index
+of shards (``index --repos``) is watched through its catalog ``shards.json`` instead, and loaded as one
+(:func:`fastrag.indexing.catalog.open_index`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
-from fastrag.indexing.generations import CURRENT_FILE, current_generation, load_index
+from fastrag.indexing.catalog import CATALOG_FILE, live_name, open_index
+from fastrag.indexing.generations import CURRENT_FILE
 from fastrag.indexing.sources import SourceRoot
 from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, Retriever
@@ -49,8 +52,9 @@ class LiveIndex:
         self._lock = threading.Lock()
 
     def _current_stamp(self) -> tuple[int, int, int] | None:
+        catalog = self.index_dir / CATALOG_FILE  # a sharded index: replaced by every `index --repos`
         try:
-            st = os.stat(self.index_dir / CURRENT_FILE)
+            st = os.stat(catalog if catalog.exists() else self.index_dir / CURRENT_FILE)
         except OSError:
             return None
         return st.st_ino, st.st_mtime_ns, st.st_size
@@ -64,13 +68,16 @@ class LiveIndex:
         with self._lock:
             if self._live is not None and stamp == self._stamp:
                 return self._live
-            gen = current_generation(self.index_dir)
-            if gen is None:
+            try:
+                name = live_name(self.index_dir)
+            except UserError as exc:
+                raise ApiError(503, str(exc)) from exc
+            if name is None:
                 hint = "build it with POST /index or `python -m fastrag index`"
                 raise ApiError(503, f"no index in {self.index_dir}: {hint}")
-            if self._live is None or gen.name != self._live.generation:
+            if self._live is None or name != self._live.generation:
                 try:
-                    loaded = load_index(self.index_dir)
+                    loaded = open_index(self.index_dir)
                     if loaded.has_vectors:
                         _ = loaded.vectors  # now: the generation's folder may be pruned while it is live here
                 except UserError as exc:
