@@ -63,7 +63,7 @@ from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import FileRecord, _indexed_texts
 from fastrag.indexing.corpus import decode, walk
 from fastrag.indexing.generations import current_generation
-from fastrag.languages import FILE_NAMES
+from fastrag.indexing.languages import FILE_NAMES
 
 WORK = BENCH_DIR / "scaling"
 SECTION = "## Scaling with corpus size"

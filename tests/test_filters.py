@@ -11,8 +11,8 @@ from conftest import SAMPLE_FILES, run_cli, write_repo
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import load_index
+from fastrag.indexing.languages import BY_NAME, language_arg
 from fastrag.indexing.vectors import DIM, VectorIndex
-from fastrag.languages import BY_NAME, language_arg
 from fastrag.retrieval.filters import SearchFilter, glob_regex
 from fastrag.retrieval.retriever import Retriever
 

@@ -26,7 +26,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.faults",
             "fastrag.config",
             "fastrag.schemas",
-            "fastrag.languages",
+            "fastrag.indexing.languages",
             "fastrag.arguments",
         ],
     ),
@@ -39,6 +39,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.workers",
             "fastrag.indexing.embed",
             "fastrag.indexing.vectors",
+            "fastrag.indexing.records",
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
             "fastrag.indexing.catalog",
@@ -90,8 +91,8 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.run",
         ],
     ),
-    ("agents", ["fastrag.mcp_server"]),
-    ("command line", ["fastrag.cli", "fastrag.__main__", "fastrag"]),
+    ("agents", ["fastrag.server.mcp"]),
+    ("command line", ["fastrag.cli.flags", "fastrag.cli.commands", "fastrag.cli", "fastrag.__main__", "fastrag"]),
 ]
 
 #: Position of every listed module: (stage, place in the stage).

@@ -103,7 +103,7 @@ def test_mcp_tools_from_another_directory_read_the_right_text(
     two_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fastrag.errors import UserError
-    from fastrag.mcp_server import SNIPPET_CHARS, Tools
+    from fastrag.server.mcp import SNIPPET_CHARS, Tools
 
     project, elsewhere = two_dirs
     monkeypatch.chdir(elsewhere)

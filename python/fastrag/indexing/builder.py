@@ -19,15 +19,14 @@ import json
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from fastrag import _core
-from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE, TABLE_WINDOW_SIZE
-from fastrag.errors import UsageError, UserError
+from fastrag.config import TABLE_WINDOW_SIZE
+from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
@@ -40,9 +39,32 @@ from fastrag.indexing.generations import (
     current_generation,
     publish,
 )
+from fastrag.indexing.languages import looked_for
+from fastrag.indexing.records import (
+    DEFAULT_EMBED,
+    DEFAULT_EMBED_TOKENS,
+    EMBED_MODES,
+    EmbedSpec,
+    FileRecord,
+    IndexParams,
+    IndexReport,
+)
 from fastrag.indexing.storage import write_json_atomic
 from fastrag.indexing.workers import worker_pool
-from fastrag.languages import looked_for
+
+__all__ = [
+    "DEFAULT_EMBED",
+    "DEFAULT_EMBED_TOKENS",
+    "EMBED_MODES",
+    "EmbedSpec",
+    "FileRecord",
+    "IndexParams",
+    "IndexReport",
+    "build_index",
+    "display_prefix",
+    "primary_chunks",
+    "vector_inputs",
+]
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
@@ -50,124 +72,6 @@ if TYPE_CHECKING:
 
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
 POOL_THRESHOLD = 64
-
-
-@dataclass(frozen=True, slots=True)
-class EmbedSpec:
-    """Which chunks get a vector, and what text stands for each.
-
-    ``suffixes``: the file kinds embedded. ``bridges``: also the overlapping bridge chunks
-    (else only the primary, non-overlapping chunks). ``path``: the text starts with the file's
-    relative path (then the chunk's context — its heading path — then the span).
-    """
-
-    suffixes: frozenset[str]
-    bridges: bool = False
-    path: bool = True
-
-
-#: The values of ``IndexParams.embed`` (``index --vectors``). Chosen by measured recall against
-#: indexing time on 2 cores (benches/vector_recall.py, benches/RESULTS.md section Vectors).
-EMBED_MODES: dict[str, EmbedSpec | None] = {
-    "none": None,
-    "docs": EmbedSpec(frozenset({".md", ".markdown", ".rst"})),
-    "docs+bridges": EmbedSpec(frozenset({".md", ".markdown", ".rst"}), bridges=True),
-    "prose": EmbedSpec(frozenset({".md", ".markdown", ".rst", ".txt"})),
-}
-#: Vectors are opt-in (`index --vectors docs`): measured on the public sets they move recall by
-#: about one question while multiplying the index time by ~4 and adding ~1 s of model loading
-#: to every hybrid search process (benches/RESULTS.md, "Vectors").
-DEFAULT_EMBED = "none"
-#: Token budget of an embedded text (special tokens included).
-DEFAULT_EMBED_TOKENS = 128
-
-
-@dataclass(frozen=True, slots=True)
-class IndexParams:
-    """Everything that decides the content of an index; a change forces a full rebuild."""
-
-    max_chunk_size: int = MAX_CHUNK_SIZE
-    target_size: int = CHUNK_TARGET_SIZE
-    k1: float = BM25_K1
-    b: float = BM25_B
-    stopwords: bool = True
-    stem: bool = True
-    bridges: bool = True
-    embed: str = DEFAULT_EMBED
-    embed_tokens: int = DEFAULT_EMBED_TOKENS
-    layers: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        """The parameters as a JSON-ready dict."""
-        return {
-            "max_chunk_size": self.max_chunk_size,
-            "target_size": self.target_size,
-            "k1": self.k1,
-            "b": self.b,
-            "stopwords": self.stopwords,
-            "stem": self.stem,
-            "bridges": self.bridges,
-            "embed": self.embed,
-            "embed_tokens": self.embed_tokens,
-            "layers": self.layers,
-        }
-
-    def embed_spec(self) -> EmbedSpec | None:
-        """What :attr:`embed` selects (``None``: no vectors); :class:`UserError` for an unknown name."""
-        if self.embed not in EMBED_MODES:
-            raise UsageError(f"--vectors must be one of {', '.join(EMBED_MODES)}, got {self.embed!r}")
-        if not 3 <= self.embed_tokens <= 256:
-            raise UserError(f"the embedding token budget must be between 3 and 256, got {self.embed_tokens}")
-        return EMBED_MODES[self.embed]
-
-
-@dataclass(slots=True)
-class FileRecord:
-    """A file of the index: where it is, its fingerprint, its chunks and its heading lines
-    (:func:`~fastrag.indexing.chunking.layers.heading_lines`, indexed apart from the chunks)."""
-
-    rel_path: str
-    size: int
-    mtime_ns: int
-    digest: str
-    chunks: list[Chunk]
-    headings: list[Chunk] = field(default_factory=list)
-
-    def to_json(self) -> list[Any]:
-        """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike]]``."""
-        return [self.size, self.mtime_ns, self.digest, _spans_json(self.chunks), _spans_json(self.headings)]
-
-    @classmethod
-    def from_json(cls, rel_path: str, raw: list[Any]) -> FileRecord:
-        """Inverse of :meth:`to_json`."""
-        size, mtime_ns, digest, chunks, headings = raw
-        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings))
-
-
-def _spans_json(chunks: list[Chunk]) -> list[list[Any]]:
-    return [[c.start, c.end, c.context] for c in chunks]
-
-
-def _spans(raw: list[list[Any]]) -> list[Chunk]:
-    return [Chunk(s, e, c) for s, e, c in raw]
-
-
-@dataclass(slots=True)
-class IndexReport:
-    """What an ``index`` run did."""
-
-    files: int
-    chunks: int
-    chunked: int
-    reused: int
-    removed: int
-    skipped: list[Skipped] = field(default_factory=list)
-    seconds: float = 0.0
-    up_to_date: bool = False
-    path: Path | None = None
-    vectors: int = 0
-    embedded: int = 0
-    embed_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- building

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
-from fastrag.languages import is_indexed_name
+from fastrag.indexing.languages import is_indexed_name
 
 #: Directories never descended into: version control, caches, virtual environments, builds.
 SKIPPED_DIRS = frozenset(

@@ -1,6 +1,6 @@
 """Search filters: which files a search may return, as the core's candidate mask.
 
-A filter is a set of path globs (any may match) and a language (see :mod:`fastrag.languages`).
+A filter is a set of path globs (any may match) and a language (see :mod:`fastrag.indexing.languages`).
 It becomes one byte per chunk (:meth:`SearchFilter.mask`), nonzero where the chunk's file passes;
 BM25 and the vector search skip the other chunks while ranking, so a filtered search costs what an
 unfiltered one does. Masks are cached per index, so a repeated filter costs a dictionary lookup.
@@ -27,8 +27,8 @@ import numpy as np
 
 from fastrag.errors import UsageError
 from fastrag.indexing.generations import LoadedIndex
+from fastrag.indexing.languages import Language, is_language, language_arg
 from fastrag.indexing.sources import SourceRoot
-from fastrag.languages import Language, is_language, language_arg
 
 #: Globs one search accepts, and the longest glob.
 MAX_GLOBS = 32

@@ -50,7 +50,7 @@ MAX_OFFSET = 1 << 40
 PathGlobs = Annotated[
     Any, WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
 ]
-#: A language filter (``lang``): a name from :mod:`fastrag.languages` or a file suffix.
+#: A language filter (``lang``): a name from :mod:`fastrag.indexing.languages` or a file suffix.
 LangName = Annotated[Any, WithJsonSchema({"type": "string"})]
 
 #: A path parameter: checked and confined by the route (:class:`~fastrag.server.safety.Confinement`), so

@@ -1,4 +1,4 @@
-"""The command line: ``python -m fastrag <command> [flags]`` (Python Fire).
+"""The commands of ``python -m fastrag`` (Python Fire) and :func:`main`.
 
 Parse and check arguments, call the library, print. A :class:`~fastrag.errors.UserError`
 becomes one line on stderr and a non-zero exit status; nothing else is caught here.
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from fire.decorators import SetParseFn
+from typing import TYPE_CHECKING, Any
 
 from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
+from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, join_repeated, raw_text, repo_names, status, target_size
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_INDEX_DIR,
@@ -31,33 +29,6 @@ from fastrag.errors import UsageError, UserError
 
 if TYPE_CHECKING:
     from fastrag.indexing.builder import IndexParams
-
-CommandT = TypeVar("CommandT", bound=Callable[..., None])
-
-
-def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
-    """Have Fire pass the named arguments as the text typed (no literal evaluation of "42",
-    "[1]", or a 100 KB query that its parser chokes on)."""
-
-    def decorate(command: CommandT) -> CommandT:
-        decorated: CommandT = SetParseFn(str, *names)(command)
-        return decorated
-
-    return decorate
-
-
-def _status(message: str) -> None:
-    print(message, file=sys.stderr)
-
-
-def _repo_names(value: Any) -> tuple[str, ...]:
-    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated)."""
-    if value is None:
-        return ()
-    names = [n.strip() for n in str(value).replace(REPEATED_SEP, ",").split(",")]
-    if isinstance(value, bool) or not all(names):
-        raise UsageError(f"--repo needs shard names, got {value!r}")
-    return tuple(names)
 
 
 def _index_shards(list_file: Path, index_dir: Path, params: IndexParams, ray: Any) -> None:
@@ -77,7 +48,7 @@ def _index_shards(list_file: Path, index_dir: Path, params: IndexParams, ray: An
     failed = [o for o in outcomes if o.error is not None]
     for o in outcomes:
         if o.error is not None:
-            _status(f"fastrag: error: repository {o.name}: {o.error}")
+            status(f"fastrag: error: repository {o.name}: {o.error}")
         else:
             state = "up to date" if o.up_to_date else f"indexed in {o.seconds:.2f} s"
             print(f"{o.name}: {o.files} files, {o.chunks} chunks ({state})")
@@ -113,7 +84,7 @@ class Commands:
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = DEFAULT_EMBED if vectors is None else str(vectors)
-        params = IndexParams(max_chunk_size=size, target_size=_target_size(size), embed=embed)
+        params = IndexParams(max_chunk_size=size, target_size=target_size(size), embed=embed)
         if repos is not None:
             _index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
             return
@@ -137,7 +108,7 @@ class Commands:
         if report.skipped:
             shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
             more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
-            _status(f"skipped {len(report.skipped)} files: {shown}{more}")
+            status(f"skipped {len(report.skipped)} files: {shown}{more}")
 
     @raw_text("query", "path", "lang", "repo")
     def search(
@@ -166,11 +137,11 @@ class Commands:
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
-        chosen = SearchFilter.parse(_globs(path), lang)
-        retriever = Retriever.open(path_arg("index_dir", index_dir), repos=_repo_names(repo))
+        chosen = SearchFilter.parse(globs(path), lang)
+        retriever = Retriever.open(path_arg("index_dir", index_dir), repos=repo_names(repo))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
-            _status("no match")
+            status("no match")
             return
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
@@ -212,8 +183,8 @@ class Commands:
             path_arg("index_dir", index_dir),
             progress=True,
             mode=mode_arg(mode),
-            search_filter=SearchFilter.parse(_globs(path), lang),
-            repos=_repo_names(repo),
+            search_filter=SearchFilter.parse(globs(path), lang),
+            repos=repo_names(repo),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -303,8 +274,8 @@ class Commands:
             for excerpt in result.cited:
                 print(f"  {excerpt.citation}")
         if result.load is not None:
-            _status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s, prompt {result.prompt_tokens} tokens")
-        _status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
+            status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s, prompt {result.prompt_tokens} tokens")
+        status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
 
     def answer_dataset(
         self,
@@ -411,59 +382,9 @@ class Commands:
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
-        from fastrag.mcp_server import run  # the MCP SDK is imported by this command only
+        from fastrag.server.mcp import run  # the MCP SDK is imported by this command only
 
         run(chosen, address, number, folder, name)
-
-
-def _globs(value: Any) -> Any:
-    """The globs of ``--path`` (several when it was repeated; see :func:`join_repeated`)."""
-    if isinstance(value, str) and REPEATED_SEP in value:
-        return value.split(REPEATED_SEP)
-    return value
-
-
-def _target_size(max_chunk_size: int) -> int:
-    from fastrag.config import CHUNK_TARGET_SIZE
-
-    return min(CHUNK_TARGET_SIZE, max_chunk_size)
-
-
-def _fire_error(component_trace: Any) -> None:
-    """Replace Fire's multi-line usage dump with one line."""
-    message = component_trace.elements[-1].ErrorAsStr() if component_trace.elements else "bad arguments"
-    _status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
-
-
-#: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
-REPEATED_FLAGS = ("--allowed_host", "--path", "--repo")
-REPEATED_SEP = "\n"
-
-
-def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> list[str]:
-    """``argv`` with every repeated ``--flag value`` (or ``--flag=value``) merged into the first one.
-
-    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``.
-    """
-    out: list[str] = []
-    where: dict[str, int] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        flag, eq, inline = arg.partition("=")
-        if flag in flags and (eq or i + 1 < len(argv)):
-            value = inline if eq else argv[i + 1]
-            i += 1 if eq else 2
-            if flag in where:
-                out[where[flag]] += REPEATED_SEP + value
-            else:
-                out.append(flag)
-                where[flag] = len(out)
-                out.append(value)
-            continue
-        out.append(arg)
-        i += 1
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,15 +392,15 @@ def main(argv: list[str] | None = None) -> int:
     import fire
     import fire.core
 
-    fire.core._DisplayError = _fire_error  # one line instead of a usage dump
+    fire.core._DisplayError = fire_error  # one line instead of a usage dump
     try:
         fire.Fire(Commands(), command=join_repeated(sys.argv[1:] if argv is None else argv), name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
     except UserError as exc:
-        _status(f"fastrag: error: {exc}")
+        status(f"fastrag: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        _status("fastrag: interrupted")
+        status("fastrag: interrupted")
         return 130
     return 0

@@ -1,0 +1,88 @@
+"""Flags of the command line: repeated flags, raw text arguments, one-line errors and statuses."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fire.decorators import SetParseFn
+
+from fastrag.errors import UsageError
+
+CommandT = TypeVar("CommandT", bound=Callable[..., None])
+
+
+def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
+    """Have Fire pass the named arguments as the text typed (no literal evaluation of "42",
+    "[1]", or a 100 KB query that its parser chokes on)."""
+
+    def decorate(command: CommandT) -> CommandT:
+        decorated: CommandT = SetParseFn(str, *names)(command)
+        return decorated
+
+    return decorate
+
+
+def status(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def repo_names(value: Any) -> tuple[str, ...]:
+    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated)."""
+    if value is None:
+        return ()
+    names = [n.strip() for n in str(value).replace(REPEATED_SEP, ",").split(",")]
+    if isinstance(value, bool) or not all(names):
+        raise UsageError(f"--repo needs shard names, got {value!r}")
+    return tuple(names)
+
+
+def globs(value: Any) -> Any:
+    """The globs of ``--path`` (several when it was repeated; see :func:`join_repeated`)."""
+    if isinstance(value, str) and REPEATED_SEP in value:
+        return value.split(REPEATED_SEP)
+    return value
+
+
+def target_size(max_chunk_size: int) -> int:
+    from fastrag.config import CHUNK_TARGET_SIZE
+
+    return min(CHUNK_TARGET_SIZE, max_chunk_size)
+
+
+def fire_error(component_trace: Any) -> None:
+    """Replace Fire's multi-line usage dump with one line."""
+    message = component_trace.elements[-1].ErrorAsStr() if component_trace.elements else "bad arguments"
+    status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
+
+
+#: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
+REPEATED_FLAGS = ("--allowed_host", "--path", "--repo")
+REPEATED_SEP = "\n"
+
+
+def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> list[str]:
+    """``argv`` with every repeated ``--flag value`` (or ``--flag=value``) merged into the first one.
+
+    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``.
+    """
+    out: list[str] = []
+    where: dict[str, int] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        flag, eq, inline = arg.partition("=")
+        if flag in flags and (eq or i + 1 < len(argv)):
+            value = inline if eq else argv[i + 1]
+            i += 1 if eq else 2
+            if flag in where:
+                out[where[flag]] += REPEATED_SEP + value
+            else:
+                out.append(flag)
+                where[flag] = len(out)
+                out.append(value)
+            continue
+        out.append(arg)
+        i += 1
+    return out
