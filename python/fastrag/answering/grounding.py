@@ -11,8 +11,8 @@ embedding model's cosine when installed), and asks for a short answer in their w
   name: :func:`fastrag.evaluation.answer_metrics.key_terms`) with the shown context or is degenerate (a
   loop, one token repeated: :func:`~fastrag.evaluation.answer_metrics.degenerate`): then the key lines,
   quoted and cited, instead;
-- ``append``: the model's text (left out when degenerate), then the key lines quoted and cited (the
-  evidence under the answer);
+- ``append``: the model's text, then the key lines quoted and cited (the evidence under the answer);
+  the key lines alone when that whole is degenerate (the model looped, or repeated the lines it was given);
 - ``quote``: the key lines alone, quoted and cited.
 
 Every policy was measured with ``evaluate_answers`` on the public and dev question sets and chosen out
@@ -47,10 +47,12 @@ from fastrag.evaluation.answer_metrics import answer_text, contains, degenerate,
 #: What is done with the model's text (see the module docstring).
 Grounding = Literal["model", "fallback", "append", "quote"]
 GROUNDINGS: tuple[Grounding, ...] = get_args(Grounding)
-#: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold).
+#: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold: append, 4 lines).
 GROUNDING: Grounding = "append"
-#: Key lines put first in the prompt and quoted under the answer (chosen out of fold among 1–4).
-KEY_LINES = 3
+#: Key lines quoted under the answer (chosen out of fold among 1–4, with :data:`GROUNDING`).
+KEY_LINES = 4
+#: Of those, the best ones shown first in the prompt (as measured; more cost prompt tokens).
+PROMPT_KEY_LINES = 3
 #: Longest key line, in characters: a longer line is split into sentences, a longer sentence cut.
 KEY_LINE_CHARS = 200
 #: Shortest key line worth quoting, in characters (``}``, ``else:``, a bare heading mark are not evidence).
@@ -60,6 +62,9 @@ MIN_KEY_LINE_CHARS = 12
 LINE_SEMANTIC_WEIGHT = 0.5
 #: Lines compared by meaning: the best by BM25 (the embedding model costs ~10 ms a line here).
 SEMANTIC_CANDIDATES = 12
+#: A line sharing more than this share of its tokens with a better key line is not taken (table rows,
+#: repeated signatures): quoting the same words twice adds nothing and reads as a loop.
+NEAR_DUPLICATE = 0.6
 #: Tokens kept out of the context's budget for the key lines.
 KEY_LINES_RESERVE = 160
 
@@ -118,7 +123,8 @@ def key_lines(
 
     score = BM25 of the line among the candidate lines / the best line's BM25, plus
     :data:`LINE_SEMANTIC_WEIGHT` × max(0, cosine of the question and the line) for the
-    :data:`SEMANTIC_CANDIDATES` best by BM25. Only lines with a question term (BM25 > 0) qualify.
+    :data:`SEMANTIC_CANDIDATES` best by BM25. Only lines with a question term (BM25 > 0) qualify, and none
+    that is a near duplicate (:data:`NEAR_DUPLICATE`) of a better one.
     """
     lines = _candidates(excerpts, reader)
     if not lines or n <= 0:
@@ -132,8 +138,20 @@ def key_lines(
         top = ids[:SEMANTIC_CANDIDATES]
         for i, cosine in zip(top, similarity(question, [lines[i].text for i in top])):
             score[i] += LINE_SEMANTIC_WEIGHT * max(0.0, float(cosine))
-    ranked = sorted(score, key=lambda i: (-score[i], i))
-    return [lines[i] for i in ranked[:n]]
+    chosen: list[int] = []
+    words: dict[int, set[str]] = {}
+    for i in sorted(score, key=lambda i: (-score[i], i)):
+        words[i] = set(_core.tokenize(lines[i].text))
+        if not any(_overlap(words[i], words[j]) > NEAR_DUPLICATE for j in chosen):
+            chosen.append(i)
+            if len(chosen) == n:
+                break
+    return [lines[i] for i in chosen]
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    """Share of the smaller token set found in the other (1.0 for two empty sets)."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 1.0
 
 
 def grounded_prompt(
@@ -147,14 +165,15 @@ def grounded_prompt(
     n: int = KEY_LINES,
 ) -> Prompt:
     """The prompt: the context of :func:`~fastrag.answering.prompt.build_prompt` within ``budget`` less
-    :data:`KEY_LINES_RESERVE` tokens, its ``n`` key lines first, :data:`GROUNDED_SYSTEM_PROMPT`."""
+    :data:`KEY_LINES_RESERVE` tokens, its best :data:`PROMPT_KEY_LINES` key lines first, and
+    :data:`GROUNDED_SYSTEM_PROMPT`; the prompt keeps all ``n`` key lines (to quote them)."""
     reader = reader or SpanReader()
     reserve = KEY_LINES_RESERVE if n > 0 else 0
     base = build_prompt(question, sources, count, render, budget - reserve, reader, similarity=similarity)
     if not base.excerpts:
         return base
     keys = key_lines(question, base.excerpts, reader, similarity, n)
-    text = render(messages(question, base.excerpts, keys, GROUNDED_SYSTEM_PROMPT))
+    text = render(messages(question, base.excerpts, keys[:PROMPT_KEY_LINES], GROUNDED_SYSTEM_PROMPT))
     return Prompt(text, count([text])[0], base.excerpts, keys)
 
 
@@ -181,7 +200,7 @@ def ground_answer(raw: str, prompt: Prompt, grounding: Grounding = GROUNDING) ->
     if grounding == "quote":
         return quote(keys)
     if grounding == "append":
-        body = clean_answer(expand_citations(raw, prompt.excerpts))
-        return f"{body}\n\n{quote(keys)}" if body and not degenerate(answer_text(body)) else quote(keys)
+        both = f"{clean_answer(expand_citations(raw, prompt.excerpts))}\n\n{quote(keys)}"
+        return both if not degenerate(answer_text(both)) else quote(keys)
     usable = not degenerate(answer_text(model)) and shares_key_term(model, prompt.context)
     return model if usable else quote(keys)

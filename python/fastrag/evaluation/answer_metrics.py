@@ -25,8 +25,8 @@ are not tokens of the question, and are tokens of the answer's text.
 
 **Answer length**: words (whitespace-separated) of the answer's text; the median is reported.
 
-**Degenerate answers**: *empty* (no letter or digit in the text), *one token repeated* (at least two
-words and one distinct word, or one word making more than half of at least six), *loop* (a line of at
+**Degenerate answers** (words here: whitespace-separated, with a letter or digit, lower-cased): *empty*
+(no letter or digit in the text), *one token repeated* (at least two words and one distinct word, or one word making more than half of at least six), *loop* (a line of at
 least eight characters, not a code fence, repeated; or a sequence of :data:`LOOP_NGRAM` words occurring
 :data:`LOOP_REPEATS` times or more).
 
@@ -131,7 +131,7 @@ def degenerate(text: str) -> str | None:
     """Why an answer's text is degenerate (``"empty"``, ``"repeated token"``, ``"loop"``), or ``None``."""
     if not any(c.isalnum() for c in text):
         return "empty"
-    words = text.lower().split()
+    words = [w for w in text.lower().split() if any(c.isalnum() for c in w)]  # not quote marks, bullets
     counts = Counter(words)
     top = counts.most_common(1)[0][1]
     if (len(words) >= 2 and len(counts) == 1) or (len(words) >= 6 and top * 2 > len(words)):
