@@ -26,9 +26,10 @@ are not tokens of the question, and are tokens of the answer's text.
 **Answer length**: words (whitespace-separated) of the answer's text; the median is reported.
 
 **Degenerate answers** (words here: whitespace-separated, with a letter or digit, lower-cased): *empty*
-(no letter or digit in the text), *one token repeated* (at least two words and one distinct word, or one word making more than half of at least six), *loop* (a line of at
-least eight characters, not a code fence, repeated; or a sequence of :data:`LOOP_NGRAM` words occurring
-:data:`LOOP_REPEATS` times or more).
+(no letter or digit in the text), *one token repeated* (at least two words and one distinct word, or
+one word making more than half of at least six), *loop* (a line of at least eight characters, not a
+code fence, repeated; or a sequence of :data:`LOOP_NGRAM` words occurring :data:`LOOP_REPEATS` times
+or more).
 
 **Citation validity**: every ``[path:first-last]`` of the whole answer (``Sources:`` block included) is
 *valid* when ``first <= last`` and the range lies inside one of the sources retrieved (shown) for the
