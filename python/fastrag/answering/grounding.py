@@ -43,6 +43,7 @@ from fastrag.answering.prompt import (
     messages,
 )
 from fastrag.evaluation.answer_metrics import answer_text, contains, degenerate, key_terms
+from fastrag.retrieval.retriever import clean_query
 
 #: What is done with the model's text (see the module docstring).
 Grounding = Literal["model", "fallback", "append", "quote"]
@@ -129,7 +130,7 @@ def key_lines(
     lines = _candidates(excerpts, reader)
     if not lines or n <= 0:
         return []
-    ids, scores = _core.Bm25Index.build([k.text for k in lines]).search(question, len(lines))
+    ids, scores = _core.Bm25Index.build([k.text for k in lines]).search(clean_query(question), len(lines))
     if not ids:
         return []
     best = max(scores)
