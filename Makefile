@@ -20,7 +20,7 @@ UV  := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --no-sync
 PY  := $(RUN) python
 
-.PHONY: help install dev data index run search evaluate test test-py test-rust bench lint format debug clean fclean answer
+.PHONY: help install dev data index run search evaluate test test-py test-rust bench lint format debug clean fclean answer answer-eval
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -60,10 +60,19 @@ run: install data index  ## the main job: index vLLM, search both public sets, e
 	  $(PY) -m fastrag evaluate --student_search_results_path $(RESULTS_DIR)/dataset_$${set}_public.json --dataset_path $(DATASETS)/AnsweredQuestions/dataset_$${set}_public.json || exit 1; \
 	done
 	$(PY) -m fastrag search "$(QUESTION)" --k 5
-	$(PY) -m fastrag answer "$(QUESTION)" --k 5 --model smollm2
+	$(PY) -m fastrag answer "$(QUESTION)" --k $(K)
 
-answer: install  ## answer the public docs questions from their search results with SmolLM2 (offline model)
-	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json --model smollm2
+answer: install  ## answer the public docs questions from their search results (default model: Qwen3-0.6B if exported, else SmolLM2)
+	$(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_docs_public.json
+
+ANSWERS_DIR := data/output/search_results_and_answer
+ANSWER_SETS ?= docs_public code_public
+answer-eval: install data  ## search, answer and score the answers of ANSWER_SETS (docs_public code_public; also docs_dev code_dev)
+	@for set in $(ANSWER_SETS); do \
+	  $(PY) -m fastrag search_dataset --dataset_path $(DATASETS)/UnansweredQuestions/dataset_$${set}.json --k $(K) --save_directory $(RESULTS_DIR) || exit 1; \
+	  $(PY) -m fastrag answer_dataset --student_search_results_path $(RESULTS_DIR)/dataset_$${set}.json --save_directory $(ANSWERS_DIR) || exit 1; \
+	  $(PY) -m fastrag evaluate_answers --answers_path $(ANSWERS_DIR)/dataset_$${set}.json --dataset_path $(DATASETS)/AnsweredQuestions/dataset_$${set}.json || exit 1; \
+	done
 
 test: install data  ## the whole suite (installs first: a no-op when up to date, a rebuild of the core when a Rust source changed): Rust unit tests, then pytest
 	cargo test --quiet

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import CliResult, run_cli
 from fastrag.answering.answer import _fingerprint, answer_dataset, block_similarity, partial_path
+from fastrag.answering.citations import citations
 from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
@@ -97,10 +98,27 @@ def test_missing_model_path_is_one_line_error(indexed: Path) -> None:
     assert "does not exist" in result.err
 
 
-def test_default_model_unavailable_offline_names_the_ways(indexed: Path) -> None:
-    result = run_cli("answer", "lora adapter", "--k", "2", cwd=indexed)
+def test_default_model_offline_falls_back_to_smollm2_and_says_why(indexed: Path) -> None:
+    """No --model, no export, no hub: the packaged SmolLM2 answers, with one stderr line naming it and why."""
+    result = run_cli(
+        "answer", "Which endpoint loads a LoRA adapter dynamically?", "--k", "3", "--max_new_tokens", "8", cwd=indexed
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    notes = [line for line in result.err_lines if "SmolLM2" in line]
+    assert len(notes) == 1 and "Qwen/Qwen3-0.6B" in notes[0] and "not exported" in notes[0], result.err
+    assert "Traceback" not in result.err
+    record = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    answer = record["search_results"][0]["answer"]
+    cited = citations(answer)
+    assert cited and all(path.startswith("repo/") and first < last for path, first, last in cited)
+    assert any(f"[{p}:{a}-{b}]" in result.out for p, a, b in cited)
+
+
+def test_explicit_model_that_cannot_be_had_never_falls_back(indexed: Path) -> None:
+    result = run_cli("answer", "lora adapter", "--k", "2", "--model", "Qwen/Qwen3-0.6B", cwd=indexed)
     assert_one_line_error(result, 1)
     assert "smollm2" in result.err and ".gguf" in result.err and "export" in result.err
+    assert "SmolLM2" not in result.err
 
 
 @pytest.mark.parametrize("k", ["-1", "11", "abc", "2.5"])

@@ -24,6 +24,9 @@ HUGE = str(10**30)
 DS = "ds/dataset_docs_edge.json"  # a valid question set, written by the fixture
 RESULTS = "data/output/search_results/dataset_docs_edge.json"  # its search results
 
+#: One saved answer (``answer_dataset``'s shape) for the cases that need a valid answers file.
+ANSWERED = {"question_id": "q1", "question": "load a LoRA adapter", "retrieved_sources": [], "answer": "No sources."}
+
 #: Files the cases point at, written into the indexed work directory.
 FILES = {
     "bad/empty.json": "",
@@ -37,6 +40,7 @@ FILES = {
     "bad/results_wrong_shape.json": '{"search_results": "nope"}',
     "bad/binary.json": "\x00\x01\x02\xff",
     "a_file": "not a directory",
+    "answers.json": json.dumps({"search_results": [ANSWERED]}),
     "repos.txt": "repo\n",
 }
 
@@ -102,6 +106,22 @@ CASES: dict[str, Case] = {
                                              "--dataset_path", DS),
     "evaluate dataset is binary": case(1, "evaluate", "--student_search_results_path", RESULTS,
                                        "--dataset_path", "bad/binary.json"),
+    # evaluate_answers
+    "evaluate_answers no flags": case(2, "evaluate_answers"),
+    "evaluate_answers no dataset flag": case(2, "evaluate_answers", "--answers_path", "answers.json"),
+    "evaluate_answers no answers flag": case(2, "evaluate_answers", "--dataset_path", DS),
+    "evaluate_answers missing answers": case(1, "evaluate_answers", "--answers_path", "bad/none.json",
+                                             "--dataset_path", DS),
+    "evaluate_answers answers not json": case(1, "evaluate_answers", "--answers_path", "bad/not_json.json",
+                                              "--dataset_path", DS),
+    "evaluate_answers search results without answers": case(1, "evaluate_answers", "--answers_path", RESULTS,
+                                                            "--dataset_path", DS),
+    "evaluate_answers dataset without answers": case(1, "evaluate_answers", "--answers_path", "answers.json",
+                                                     "--dataset_path", DS),
+    "evaluate_answers dataset is binary": case(1, "evaluate_answers", "--answers_path", "answers.json",
+                                               "--dataset_path", "bad/binary.json"),
+    "evaluate_answers dataset is a directory": case(1, "evaluate_answers", "--answers_path", "answers.json",
+                                                    "--dataset_path", "bad"),
     # index: every bad chunk size, bad repositories, bad options
     **{f"index --max_chunk_size {s}": case(2, "index", "--repo_path", "repo", "--max_chunk_size", s) for s in BAD_SIZE},
     "index missing repo": case(1, "index", "--repo_path", "nowhere"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -113,18 +114,23 @@ def test_vector_search_respects_the_mask() -> None:
     assert index.search(queries[:1], 5, min_score=-1, allowed=bytes(len(allowed))) == [[]]
 
 
+def hits(search_output: str) -> list[str]:
+    """The result lines of ``search``'s output (each is followed by its snippet line)."""
+    return [line for line in search_output.splitlines() if re.match(r"\s*\d+\. ", line)]
+
+
 def test_cli_filters(index_dir: Path, tmp_path: Path) -> None:
     write_repo(tmp_path / "repo", FILES)
     assert run_cli("index", "--repo_path", "repo", cwd=tmp_path).code == 0
     query = "load a LoRA adapter at runtime"
     docs = run_cli("search", query, "--path", "docs/**", cwd=tmp_path)
     assert docs.code == 0 and docs.out.strip(), docs.err
-    assert all(" repo/docs/" in line for line in docs.out.splitlines())
+    assert hits(docs.out) and all(" repo/docs/" in line for line in hits(docs.out))
     both = run_cli("search", query, "--path", "*.rs", "--path=*.py", cwd=tmp_path)
-    named = {line.split()[1].split(":")[0] for line in both.out.splitlines()}
+    named = {line.split()[1].split(":")[0] for line in hits(both.out)}
     assert named == {"repo/core/src/lora.rs", "repo/pkg/engine.py"}
     python = run_cli("search", query, "--lang", "python", cwd=tmp_path)
-    assert python.out.strip() and all(".py:" in line for line in python.out.splitlines())
+    assert hits(python.out) and all(".py:" in line for line in hits(python.out))
     bad = run_cli("search", query, "--lang", "klingon", cwd=tmp_path)
     assert bad.code != 0 and bad.err_lines == [bad.err_lines[0]] and "--lang must be one of" in bad.err
 

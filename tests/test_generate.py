@@ -293,7 +293,7 @@ def test_excerpt_with_a_gap_cites_exactly_the_ranges_shown(tmp_path: Path, monke
     assert "Unrelated" not in excerpt.text and "load_lora_adapter" in excerpt.text
     expanded = expand_citations("It is a POST [1].", prompt.excerpts)
     assert citations(expanded) == [("lora.md", a, b) for a, b in excerpt.parts]
-    assert cited_excerpts(expanded, prompt.excerpts) == [excerpt]
+    assert [(e.start, e.end) for e in cited_excerpts(expanded, prompt.excerpts)] == list(excerpt.parts)
 
 
 def test_overlapping_sources_never_show_a_line_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

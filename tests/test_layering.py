@@ -58,15 +58,25 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.retrieval.batching",
             "fastrag.retrieval.precision",
             "fastrag.retrieval.retriever",
+            "fastrag.retrieval.snippets",
         ],
     ),
-    ("evaluation", ["fastrag.evaluation.datasets", "fastrag.evaluation.recall", "fastrag.evaluation.search_dataset"]),
+    (
+        "evaluation",
+        [
+            "fastrag.evaluation.datasets",
+            "fastrag.evaluation.recall",
+            "fastrag.evaluation.search_dataset",
+            "fastrag.evaluation.answer_metrics",
+        ],
+    ),
     (
         "answering",
         [
             "fastrag.answering.cleanup",
             "fastrag.answering.prompt",
             "fastrag.answering.citations",
+            "fastrag.answering.grounding",
             "fastrag.answering.model_files",
             "fastrag.answering.generator",
             "fastrag.answering.answer",

@@ -101,6 +101,7 @@ async def exercise(session: ClientSession) -> None:
     status = payload(await session.call_tool("index_status", {}))
     assert status["files"] == len(SAMPLE_FILES) + 1 and status["chunks"] > 0 and status["generation"].startswith("gen-")
     assert status["model_loaded"] is False
+    assert status["model_note"] is None  # a named model answers as named: nothing to explain
 
     answered = payload(await session.call_tool("answer", {"question": QUESTION, "k": 2}))
     assert answered["answer"] and answered["cited"]

@@ -1,8 +1,9 @@
 """Result paths from any working directory: indexed from the project root, used from elsewhere.
 
 Results keep the form they were indexed with (``data/raw/repo/...``), and whatever reads the files
-they name (the answer's prompt, the server's ``/span`` and result texts, the MCP tools, the precision stage) finds
-them through the repository root the index recorded, not through the working directory.
+they name (the answer's prompt, search's snippet lines, the server's ``/span`` and result texts, the MCP
+tools, the precision stage) finds them through the repository root the index recorded, not through the
+working directory.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def test_search_from_another_directory_prints_the_same_paths(two_dirs: tuple[Pat
     here = run_cli("search", QUERY, cwd=project)
     there = run_cli("search", QUERY, "--index_dir", str(project / "data/processed"), cwd=elsewhere)
     assert here.code == there.code == 0, there.err
-    assert there.out == here.out
+    assert there.out == here.out  # snippet lines included: the files are read through the recorded root
+    assert len(here.out.splitlines()) == 2 * len(spans(here.out))  # a snippet line under every hit
     assert spans(here.out) and all(path.startswith("data/raw/repo/") for path, _, _ in spans(here.out))
 
 

@@ -108,6 +108,13 @@ def test_healthz_reports_index_and_model(client: TestClient, project: Path) -> N
     assert health["vectors"] is False and health["index_error"] is None
 
 
+def test_healthz_names_the_default_model_in_use(project: Path) -> None:
+    """Without --model and without a Qwen3 export, the packaged SmolLM2 answers: /healthz says so and why."""
+    health = client_for(project).get("/healthz").json()
+    assert health["model"] == "smollm2" and health["model_loaded"] is False
+    assert "Qwen/Qwen3-0.6B" in health["model_note"] and "not exported" in health["model_note"]
+
+
 def test_openapi_documents_every_endpoint(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     paths = schema["paths"]

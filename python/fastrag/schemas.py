@@ -7,6 +7,7 @@ carries both.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -18,6 +19,9 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+#: A citation in an answer: ``[path:first-last]`` (groups: path, first, last).
+CITATION = re.compile(r"\[([^\[\]\s:]+):(\d+)-(\d+)\]")
 
 
 class _Model(BaseModel):

@@ -25,20 +25,18 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fastrag.answering.citations import CitationStream, cited_or_shown, expand_citations, finish_answer
-from fastrag.answering.cleanup import clean_answer
+from fastrag.answering.citations import CitationStream, cited_or_shown
 from fastrag.answering.generator import Generator, LoadInfo, load_generator
-from fastrag.answering.model_files import model_name, resolve_model
+from fastrag.answering.grounding import GROUNDING, KEY_LINES, Grounding, ground_answer, grounded_prompt
+from fastrag.answering.model_files import ModelChoice, choose_model
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
-    EMPTY_ANSWER,
     NO_SOURCES_ANSWER,
     Excerpt,
     Prompt,
     Similarity,
     Source,
     SpanReader,
-    build_prompt,
 )
 from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODELS_DIR
 from fastrag.errors import UserError
@@ -52,7 +50,7 @@ ANSWER_FILE = "answer.json"
 #: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``).
 DEFAULT_BATCH_SIZE = 64
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 4
+PROMPT_VERSION = 5
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
 #: (32 lost a code question; benches/RESULTS.md "Answers").
@@ -60,13 +58,17 @@ SIMILARITY_MAX_TOKENS = 48
 
 #: Receives answer text as it is generated (streaming).
 TextSink = Callable[[str], None]
+#: Receives the one line saying which model answers and why, when it is not the one asked for.
+NoteSink = Callable[[str], None]
+#: Where a saved answer's ``Sources:`` block (added when the model cited nothing) starts.
+SOURCES_BLOCK = "\n\nSources: "
 
 
 @dataclass(slots=True)
 class AnswerResult:
     """One answered question: the saved answer, its sources, and how it was made.
 
-    ``answer`` is what is saved; ``body`` is the model's text alone (``answer`` may add a ``Sources:`` line).
+    ``answer`` is what is saved; ``body`` is the same without the ``Sources:`` line ``answer`` may end with.
     """
 
     question: str
@@ -76,6 +78,7 @@ class AnswerResult:
     excerpts: list[Excerpt] = field(default_factory=list)
     prompt_tokens: int = 0
     load: LoadInfo | None = None
+    note: str | None = None
     saved_to: Path | None = None
     seconds: float = 0.0
 
@@ -87,7 +90,7 @@ class AnswerResult:
 
 @dataclass(slots=True)
 class GeneratedAnswer:
-    """A generated answer: the saved form (``answer``), the model's text alone (``body``), what it was shown."""
+    """A generated answer: the saved form (``answer``), without its ``Sources:`` line (``body``), what it was shown."""
 
     answer: str
     body: str
@@ -135,35 +138,48 @@ def prompt_for(
     budget: int,
     reader: SpanReader,
     similarity: Similarity | None = None,
+    key_lines: int = KEY_LINES,
 ) -> Prompt:
-    """The prompt for one question with the model's tokenizer and chat template."""
+    """The prompt for one question with the model's tokenizer and chat template, its key lines first."""
     count, render = generator.count_tokens, generator.render
-    return build_prompt(question, prompt_sources(spans), count, render, budget, reader, similarity=similarity)
+    return grounded_prompt(question, prompt_sources(spans), count, render, budget, reader, similarity, key_lines)
 
 
 def generate_answer(
-    generator: Generator, prompt: Prompt, max_new_tokens: int, on_text: TextSink | None = None
+    generator: Generator,
+    prompt: Prompt,
+    max_new_tokens: int,
+    on_text: TextSink | None = None,
+    grounding: Grounding = GROUNDING,
 ) -> GeneratedAnswer:
     """Generate the answer to a built ``prompt``, streaming its text (citations expanded) to ``on_text``.
 
-    The answer is cleaned and cited as saved (:func:`~fastrag.answering.citations.finish_answer`); ``body``
-    is the model's text alone, cleaned the same way.
+    The answer is cleaned, grounded and cited as saved (:func:`~fastrag.answering.grounding.ground_answer`);
+    what the grounding adds after the model's text (quoted key lines) is streamed when generation ends.
     """
     started = time.perf_counter()
     stream = CitationStream(prompt.excerpts)
+    streamed: list[str] = []
 
     def show(text: str) -> None:
         piece = stream.feed(text)
         if piece and on_text is not None:
+            streamed.append(piece)
             on_text(piece)
 
     raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
     tail = stream.flush()
     if tail and on_text is not None:
+        streamed.append(tail)
         on_text(tail)
+    saved = ground_answer(raw, prompt, grounding)
+    body = saved.split(SOURCES_BLOCK, 1)[0]
+    shown = "".join(streamed).strip()
+    if on_text is not None and body != shown:  # what the grounding added (or put instead) comes last
+        on_text(body[len(shown) :] if shown and body.startswith(shown) else "\n\n" + body)
     return GeneratedAnswer(
-        answer=finish_answer(raw, prompt.excerpts),
-        body=clean_answer(expand_citations(raw, prompt.excerpts)) or EMPTY_ANSWER,
+        answer=saved,
+        body=body,
         excerpts=prompt.excerpts,
         prompt_tokens=prompt.tokens,
         seconds=time.perf_counter() - started,
@@ -179,8 +195,12 @@ def answer(
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     on_text: TextSink | None = None,
     budget: int = DEFAULT_PROMPT_BUDGET,
+    on_note: NoteSink | None = None,
 ) -> AnswerResult:
     """Retrieve ``k`` spans for ``question``, generate a cited answer (streamed to ``on_text``), save it.
+
+    The model is :func:`~fastrag.answering.model_files.choose_model`'s; ``on_note`` gets its note (which
+    model answers and why) before the model loads.
 
     The result goes to ``save_directory/answer.json`` (written atomically, replacing the previous one).
     """
@@ -198,7 +218,7 @@ def answer(
         reader = SpanReader(SourceRoot.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
-        generator = load_generator(resolve_model(model))
+        generator = load_generator(_chosen(model, on_note).spec)
         prompt = prompt_for(generator, question, spans, budget, reader, block_similarity())
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
@@ -211,6 +231,13 @@ def answer(
     result.saved_to = target
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _chosen(model: str | None, on_note: NoteSink | None) -> ModelChoice:
+    choice = choose_model(model)
+    if choice.note is not None and on_note is not None:
+        on_note(choice.note)
+    return choice
 
 
 # ----------------------------------------------------------------------------- answer_dataset
@@ -241,7 +268,8 @@ def partial_path(target: Path) -> Path:
 def _fingerprint(input_bytes: bytes, model: str, max_new_tokens: int, budget: int, semantic: bool) -> str:
     """Identity of a run: same input file, model and settings, or the partial progress is not reused."""
     digest = hashlib.sha256(input_bytes)
-    digest.update(json.dumps([model, max_new_tokens, budget, semantic, PROMPT_VERSION]).encode())
+    settings = [model, max_new_tokens, budget, semantic, PROMPT_VERSION, GROUNDING, KEY_LINES]
+    digest.update(json.dumps(settings).encode())
     return digest.hexdigest()
 
 
@@ -277,6 +305,7 @@ def answer_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     budget: int = DEFAULT_PROMPT_BUDGET,
     progress: bool = True,
+    on_note: NoteSink | None = None,
 ) -> DatasetReport:
     """Answer every question of a search-results file with its retrieved sources; save atomically.
 
@@ -291,8 +320,14 @@ def answer_dataset(
     _check_sources(results.search_results, results_path)
     partial = partial_path(target)
     similarity = block_similarity()
+    # the model is chosen (and its note shown) only when some question has sources to answer from
+    choice = _chosen(model, on_note) if any(r.retrieved_sources for r in results.search_results) else None
     fingerprint = _fingerprint(
-        results_path.read_bytes(), model_name(model), max_new_tokens, budget, similarity is not None
+        results_path.read_bytes(),
+        str(choice.spec.path) if choice else "",
+        max_new_tokens,
+        budget,
+        similarity is not None,
     )
     done = _load_partial(partial, fingerprint)
     resumed = sum(1 for r in results.search_results if r.question_id in done)
@@ -303,8 +338,8 @@ def answer_dataset(
             without += 1
     todo = [r for r in results.search_results if r.question_id not in done]
     report = DatasetReport(target, len(results.search_results), 0, resumed, without, 0.0)
-    if todo:
-        generator = load_generator(resolve_model(model), max_batch=batch_size)
+    if todo and choice is not None:
+        generator = load_generator(choice.spec, max_batch=batch_size)
         report.load = generator.info
         reader = SpanReader()
         prompts: dict[int, Prompt] = {}
@@ -320,7 +355,7 @@ def answer_dataset(
             try:
                 for i, text in generator.generate_iter(texts(), max_new_tokens):
                     prompt = prompts.pop(i)
-                    done[todo[i].question_id] = finish_answer(text, prompt.excerpts)
+                    done[todo[i].question_id] = ground_answer(text, prompt, GROUNDING)
                     report.prompt_tokens.append(prompt.tokens)
                     report.generated += 1
                     unsaved += 1

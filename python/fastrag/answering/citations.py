@@ -8,15 +8,15 @@ from collections.abc import Sequence
 
 from fastrag.answering.cleanup import clean_answer
 from fastrag.answering.prompt import EMPTY_ANSWER, Excerpt
+from fastrag.schemas import CITATION
 
-_CITATION = re.compile(r"\[([^\[\]\s:]+):(\d+)-(\d+)\]")
 _MARKER = re.compile(r"\[\s*(\d{1,2}(?:\s*,\s*\d{1,2})*)\s*\]")
 _OPEN_MARKER = re.compile(r"\[[\d,\s]*")
 
 
 def citations(answer: str) -> list[tuple[str, int, int]]:
     """The ``[path:first-last]`` citations found in an answer."""
-    return [(m.group(1), int(m.group(2)), int(m.group(3))) for m in _CITATION.finditer(answer)]
+    return [(m.group(1), int(m.group(2)), int(m.group(3))) for m in CITATION.finditer(answer)]
 
 
 def _expand(numbers: str, excerpts: Sequence[Excerpt]) -> str:
@@ -67,9 +67,20 @@ def finish_answer(answer: str, excerpts: Sequence[Excerpt], max_listed: int = 3)
 
 
 def cited_excerpts(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
-    """The excerpts an (expanded) answer cites, in the order shown."""
-    found = set(citations(answer))
-    return [e for e in excerpts if any((e.source.file_path, a, b) in found for a, b in e.shown)]
+    """What an (expanded) answer cites of the excerpts shown, one per cited range, in the answer's order.
+
+    A citation counts when its range lies inside a range shown (a whole excerpt's range, or a quoted line
+    of it); it is returned as the excerpt cut to that range, so its :attr:`~Excerpt.citation` is the one
+    in the answer.
+    """
+    out: list[Excerpt] = []
+    for path, first, last in dict.fromkeys(citations(answer)):
+        for e in excerpts:
+            if e.source.file_path == path and any(a <= first and last <= b for a, b in e.shown):
+                whole = e.shown == ((first, last),)
+                out.append(e if whole else Excerpt(e.source, first, last, "", ((first, last),)))
+                break
+    return out
 
 
 def cited_or_shown(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:

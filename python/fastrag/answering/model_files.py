@@ -1,7 +1,7 @@
 """Which language model, as files on disk: names, the packaged SmolLM2, hub exports.
 
 Model names (``--model`` or the ``FASTRAG_MODEL`` environment variable, default
-:data:`DEFAULT_MODEL`):
+:data:`DEFAULT_MODEL`; :func:`choose_model` falls back from the default, never from a named model):
 
 - an OpenVINO IR folder (``openvino_model.xml`` and the tokenizer IR inside);
 - a GGUF file (``*.gguf``), loaded by OpenVINO GenAI directly;
@@ -72,6 +72,58 @@ def no_model_message(name: str) -> str:
         f"{export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
         f"or an OpenVINO IR folder; or use the packaged --model {SMOLLM2_ALIAS}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model that answers, and ``note``: one line saying why, when it is not the model asked for."""
+
+    spec: ModelSpec
+    note: str | None = None
+
+
+def model_asked(model: str | None) -> str | None:
+    """The model named by ``--model`` or ``$FASTRAG_MODEL``; ``None`` when the default is asked for."""
+    if model is not None and model.strip():
+        return model.strip()
+    return os.environ.get(MODEL_ENV, "").strip() or None
+
+
+def choose_model(
+    model: str | None = None, models_dir: Path = DEFAULT_MODELS_DIR, allow_export: bool = True
+) -> ModelChoice:
+    """The model that answers: a named one (``--model``, ``$FASTRAG_MODEL``) or a clear error; else the default.
+
+    The default is :data:`DEFAULT_MODEL` when its export is in ``models_dir`` or can be made now (the
+    ``export`` extra installed and the hub reachable; the extra is checked first, so an install without
+    it never touches the network); otherwise the packaged SmolLM2, with a note saying why.
+    """
+    asked = model_asked(model)
+    if asked is not None:
+        return ModelChoice(resolve_model(asked, models_dir, allow_export))
+    target = export_dir(DEFAULT_MODEL, models_dir)
+    if all((target / f).is_file() for f in IR_FILES):
+        return ModelChoice(ModelSpec(DEFAULT_MODEL, "ir", target))
+    if not allow_export:
+        why = f"is not exported in {target}"
+    elif not _export_installed():
+        why = f"is not exported in {target} and the `export` extra is not installed"
+    elif not hub_reachable():
+        why = f"is not exported in {target} and the model hub is not reachable"
+    else:
+        try:
+            return ModelChoice(_hub_model(DEFAULT_MODEL, models_dir, allow_export))
+        except UserError as exc:
+            why = f"could not be exported ({exc})"
+    try:
+        spec = _smollm2(models_dir)
+    except UserError as exc:
+        raise UserError(no_model_message(DEFAULT_MODEL)) from exc
+    return ModelChoice(spec, f"answering with the packaged SmolLM2-135M-Instruct: {DEFAULT_MODEL} {why}")
+
+
+def _export_installed() -> bool:
+    return importlib.util.find_spec("optimum") is not None and importlib.util.find_spec("optimum.intel") is not None
 
 
 def model_name(model: str | None) -> str:
@@ -186,7 +238,7 @@ def export_model(name: str, target: Path) -> None:
     Runs ``optimum-cli export openvino --weight-format int4`` from the optional ``export`` extra into a
     temporary sibling folder, then renames it into place, so an interrupted export leaves nothing behind.
     """
-    if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.intel") is None:
+    if not _export_installed():
         raise UserError(f"exporting {name} needs optimum-intel: run `uv sync --extra export` (it brings torch)")
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))

@@ -104,12 +104,32 @@ class Excerpt:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyLine:
+    """A line (or sentence) of a shown excerpt that best matches the question: ``file_path`` ``start:end``.
+
+    ``number`` is the excerpt's number in the prompt (1-based), so the model can cite it.
+    """
+
+    number: int
+    file_path: str
+    start: int
+    end: int
+    text: str
+
+    @property
+    def citation(self) -> str:
+        """``[path:first-last]`` of exactly this line."""
+        return cite(self.file_path, self.start, self.end)
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A rendered prompt and what went into it."""
 
     text: str
     tokens: int
     excerpts: list[Excerpt] = field(default_factory=list)
+    key_lines: list[KeyLine] = field(default_factory=list)
 
     @property
     def context(self) -> str:
@@ -224,8 +244,10 @@ def short_path(file_path: str) -> str:
     return "/".join(Path(file_path).parts[-PATH_PARTS:])
 
 
-def messages(question: str, excerpts: Sequence[Excerpt]) -> list[dict[str, str]]:
-    """The chat messages: instructions, then the numbered sources and the question.
+def messages(
+    question: str, excerpts: Sequence[Excerpt], key_lines: Sequence[KeyLine] = (), system: str = SYSTEM_PROMPT
+) -> list[dict[str, str]]:
+    """The chat messages: instructions, then the key lines (if any), the numbered sources and the question.
 
     Sources are numbered ``[1]``, ``[2]``… with a short path: a full ``[path:first-last]`` header costs
     ~40 tokens of prompt per source, a number ~3. The model cites by number and
@@ -233,8 +255,11 @@ def messages(question: str, excerpts: Sequence[Excerpt]) -> list[dict[str, str]]
     """
     parts = [f"[{i}] {short_path(e.source.file_path)}\n{e.text}" for i, e in enumerate(excerpts, 1)]
     context = "\n\n".join(parts) if parts else "(no sources)"
+    if key_lines:
+        lines = "\n".join(f"[{k.number}] {k.text}" for k in key_lines)
+        context = f"Key lines:\n{lines}\n\nSources:\n{context}"
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system},
         {"role": "user", "content": f"{context}\n\nQuestion: {question.strip()}"},
     ]
 

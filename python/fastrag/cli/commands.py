@@ -121,7 +121,7 @@ class Commands:
         lang: Any = None,
         repo: Any = None,
     ) -> None:
-        """Print the k spans that best answer QUERY.
+        """Print the k spans that best answer QUERY, each with its line that best matches QUERY.
 
         Args:
             query: the question.
@@ -143,8 +143,21 @@ class Commands:
         if not hits:
             status("no match")
             return
+        from fastrag.indexing.corpus import read_text
+        from fastrag.indexing.sources import SourceRoot
+        from fastrag.retrieval.snippets import best_line
+
+        locate = SourceRoot.of(retriever.index.manifest).locate  # any working directory
+        texts: dict[str, str] = {}
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
+            try:
+                source = texts.setdefault(hit.file_path, read_text(locate(hit.file_path)))
+            except OSError:  # the file changed since indexing: the location alone
+                continue
+            line = best_line(source, hit.start, hit.end, text)
+            if line:
+                print(f"      {line}")
 
     @raw_text("path", "lang", "repo")
     def search_dataset(
@@ -242,7 +255,8 @@ class Commands:
         Args:
             question: the question.
             k: spans to retrieve (0..10; 0 answers with a fixed message without loading a model).
-            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
+                when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on the answer's length in tokens (1..1024, default 80).
             index_dir: where the index lives.
             save_directory: folder of answer.json.
@@ -263,7 +277,7 @@ class Commands:
 
         result = answer(
             text, n, name, path_arg("index_dir", index_dir), path_arg("save_directory", save_directory), limit,
-            show if live else None,
+            show if live else None, on_note=lambda note: status(f"fastrag: {note}"),
         )  # fmt: skip
         if live and result.load is not None:
             print()
@@ -292,7 +306,8 @@ class Commands:
         Args:
             student_search_results_path: output of search_dataset.
             save_directory: folder of the output file.
-            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
+                when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on each answer's length in tokens (1..1024, default 80).
             batch_size: prompts generated together (1..256, default 64).
         """
@@ -310,11 +325,44 @@ class Commands:
             None if model is None else text_arg("--model", model),
             limit,
             batch,
+            on_note=lambda note: status(f"fastrag: {note}"),
         )
         resumed = f", {report.resumed} resumed" if report.resumed else ""
         print(
             f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
+        )
+
+    def evaluate_answers(self, answers_path: Any = None, dataset_path: Any = None) -> None:
+        """Print how well the answers of an answer_dataset output recall the dataset's reference answers.
+
+        Key-term recall, word recall, median answer length, degenerate answers and citation validity
+        (defined in fastrag/evaluation/answer_metrics.py).
+
+        Args:
+            answers_path: output of answer_dataset.
+            dataset_path: the AnsweredQuestions dataset (questions with reference answers).
+        """
+        from fastrag.evaluation.answer_metrics import score_answers, summarize
+        from fastrag.evaluation.datasets import ground_truth, load_answers, load_dataset
+
+        if answers_path is None or dataset_path is None:
+            raise UsageError("--answers_path and --dataset_path are required")
+        answers_file = path_arg("answers_path", answers_path)
+        dataset_file = path_arg("dataset_path", dataset_path)
+        answers = load_answers(answers_file)
+        references = ground_truth(load_dataset(dataset_file), dataset_file)
+        report = summarize(score_answers(answers.search_results, references))
+        bad = ", ".join(f"{n} {kind}" for kind, n in sorted(report.degenerate.items())) or "none"
+        print(f"{dataset_file.name}: {report.questions} answers scored")
+        print(
+            f"key-term recall: {report.key_recall:.3f} ({report.key_questions} questions)  "
+            f"word recall: {report.word_recall:.3f} ({report.word_questions} questions)"
+        )
+        print(f"median answer: {report.median_words:g} words  degenerate: {bad}")
+        print(
+            f"citations: {report.valid_citations}/{report.citations} valid ({report.citation_validity:.3f}), "
+            f"{report.answers_citing} answers cite"
         )
 
     @raw_text("token", "allowed_host")
@@ -337,7 +385,8 @@ class Commands:
                 requires a bearer token on every request but /healthz.
             port: TCP port (0..65535; 0 picks a free one).
             index_dir: where the index lives.
-            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
+                when exported, else the packaged SmolLM2; /healthz names it).
             token: the bearer token (default: $FASTRAG_TOKEN, else one generated and printed on stderr
                 when the host is not loopback); open the page as /?token=<token>.
             allowed_host: a Host name the server answers to (repeatable; default: the loopback names
@@ -375,7 +424,8 @@ class Commands:
             host: address to listen on with http (default 127.0.0.1: this machine only).
             port: TCP port with http (0..65535; 0 picks a free one).
             index_dir: where the index lives.
-            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL or Qwen/Qwen3-0.6B).
+            model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
+                when exported, else the packaged SmolLM2; index_status names it).
         """
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()

@@ -74,6 +74,11 @@ def load_search_results(path: Path) -> StudentSearchResults:
     return _validate(StudentSearchResults, read_json(path, "search results file"), path, "search results file")
 
 
+def load_answers(path: Path) -> StudentSearchResultsAndAnswer:
+    """Load an ``answer_dataset`` (or ``answer``) output file."""
+    return _validate(StudentSearchResultsAndAnswer, read_json(path, "answers file"), path, "answers file")
+
+
 def output_path(input_path: Path, save_directory: Path) -> Path:
     """Where a results file for ``input_path`` goes: same base name, in ``save_directory``.
 

@@ -9,6 +9,7 @@ expanded to ``[path:first-last]``.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +18,7 @@ from typing import Any
 
 from fastrag.answering.answer import GeneratedAnswer, block_similarity, generate_answer, prompt_for
 from fastrag.answering.generator import Generator, load_generator
-from fastrag.answering.model_files import model_name, resolve_model
+from fastrag.answering.model_files import ModelChoice, choose_model, model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Similarity
 from fastrag.errors import UserError
 from fastrag.schemas import MinimalSource
@@ -37,6 +38,7 @@ class Answerer:
         self.texts = texts
         self.load_seconds: float | None = None
         self._generator: Generator | None = None
+        self._choice: ModelChoice | None = None
         #: The prompts' block similarity (as the CLI's answers), set up with the model on the worker thread.
         self._similarity: Similarity | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-generate")
@@ -44,9 +46,27 @@ class Answerer:
         self._lock = threading.Lock()
 
     @property
+    def choice(self) -> ModelChoice | None:
+        """The model that answers (:func:`~fastrag.answering.model_files.choose_model`, never exporting:
+        a server does not start a long download), or ``None`` when none can be had (asked again next time)."""
+        if self._choice is None:
+            try:
+                self._choice = choose_model(self.model, self.models_dir, allow_export=False)
+            except UserError:
+                return None
+        return self._choice
+
+    @property
     def name(self) -> str:
-        """The model asked for (argument, ``$FASTRAG_MODEL`` or the default)."""
-        return model_name(self.model)
+        """The model that answers, or the one asked for when it cannot be had."""
+        choice = self.choice
+        return choice.spec.name if choice is not None else model_name(self.model)
+
+    @property
+    def note(self) -> str | None:
+        """Why the model that answers is not the one asked for (the default fell back), if it is not."""
+        choice = self.choice
+        return choice.note if choice is not None else None
 
     @property
     def loaded(self) -> bool:
@@ -75,8 +95,10 @@ class Answerer:
         """The model, loaded on first use (runs on the worker thread); 503 when it cannot be had."""
         if self._generator is None:
             try:
-                spec = resolve_model(self.model, self.models_dir, allow_export=False)
-                self._generator = load_generator(spec)
+                self._choice = choose_model(self.model, self.models_dir, allow_export=False)
+                if self._choice.note is not None:
+                    print(f"fastrag: {self._choice.note}", file=sys.stderr)
+                self._generator = load_generator(self._choice.spec)
                 self._similarity = block_similarity(self.models_dir)
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc

@@ -153,6 +153,7 @@ class Tools:
             "vectors": int(index.manifest.get("vectors") or 0),
             "repository": index.manifest.get("display_root"),
             "model": self.answerer.name,
+            "model_note": self.answerer.note,
             "model_loaded": self.answerer.loaded,
         }
 

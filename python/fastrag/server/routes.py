@@ -79,6 +79,7 @@ async def healthz(s: App) -> dict[str, Any]:
         "vectors": bool(live and live.retriever.index.has_vectors),
         "index_error": error,
         "model": s.answerer.name,
+        "model_note": s.answerer.note,
         "model_loaded": s.answerer.loaded,
         "cache_entries": len(s.results.cache),
         "cache_hits": s.results.cache.hits,

@@ -285,6 +285,7 @@ class Health(BaseModel):
     vectors: bool
     index_error: str | None
     model: str
+    model_note: str | None = None
     model_loaded: bool
     cache_entries: int
     cache_hits: int

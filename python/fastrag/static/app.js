@@ -226,12 +226,14 @@
         say(await errorOf(response), true);
         return;
       }
+      let model = "";
       await readEvents(response, (name, data) => {
         if (name === "message") {
           text += data;
           answerBox.dataset.pieces = String(Number(answerBox.dataset.pieces) + 1);
           renderAnswer(text);
         } else if (name === "sources") {
+          model = data.model ? ` by ${data.model}` : "";
           renderAnswer(data.answer);
           renderCited(data);
         } else if (name === "error") {
@@ -239,7 +241,7 @@
           say(data.error, true);
         } else if (name === "done") {
           answerBox.dataset.state = "done";
-          say(`Answered in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+          say(`Answered${model} in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
         }
       });
       if (answerBox.dataset.state === "streaming") {

@@ -1,0 +1,207 @@
+"""Grounded answers a small model can give: the key lines of the context first, and their quotes as a net.
+
+A 135M-parameter model reads a 500-token context poorly: the evidence is retrieved, shown, and lost.
+So the prompt starts with the :data:`KEY_LINES` lines (or sentences) of the shown context that best
+match the question (:func:`key_lines`: BM25 over the candidate lines with the native core, plus the
+embedding model's cosine when installed), and asks for a short answer in their words. After generation,
+:func:`ground_answer` applies the :data:`GROUNDING` policy:
+
+- ``model``: the model's text alone;
+- ``fallback``: the model's text, unless it shares no key term (identifier, number, flag, quoted term,
+  name: :func:`fastrag.evaluation.answer_metrics.key_terms`) with the shown context or is degenerate (a
+  loop, one token repeated: :func:`~fastrag.evaluation.answer_metrics.degenerate`): then the key lines,
+  quoted and cited, instead;
+- ``append``: the model's text, then the key lines quoted and cited (the evidence under the answer);
+  the key lines alone when that whole is degenerate (the model looped, or repeated the lines it was given);
+- ``quote``: the key lines alone, quoted and cited.
+
+Every policy was measured with ``evaluate_answers`` on the public and dev question sets and chosen out
+of fold (benches/RESULTS.md "Grounded answers"); the Qwen3 path uses the same prompt and context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Literal, get_args
+
+from fastrag import _core
+from fastrag.answering.citations import expand_citations, finish_answer
+from fastrag.answering.cleanup import clean_answer
+from fastrag.answering.prompt import (
+    DEFAULT_PROMPT_BUDGET,
+    Excerpt,
+    KeyLine,
+    Prompt,
+    Renderer,
+    Similarity,
+    Source,
+    SpanReader,
+    TokenCounter,
+    build_prompt,
+    messages,
+)
+from fastrag.evaluation.answer_metrics import answer_text, contains, degenerate, key_terms
+from fastrag.retrieval.retriever import clean_query
+
+#: What is done with the model's text (see the module docstring).
+Grounding = Literal["model", "fallback", "append", "quote"]
+GROUNDINGS: tuple[Grounding, ...] = get_args(Grounding)
+#: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold: append, 4 lines).
+GROUNDING: Grounding = "append"
+#: Key lines quoted under the answer (chosen out of fold among 1–4, with :data:`GROUNDING`).
+KEY_LINES = 4
+#: Of those, the best ones shown first in the prompt (as measured; more cost prompt tokens).
+PROMPT_KEY_LINES = 3
+#: Longest key line, in characters: a longer line is split into sentences, a longer sentence cut.
+KEY_LINE_CHARS = 200
+#: Shortest key line worth quoting, in characters (``}``, ``else:``, a bare heading mark are not evidence).
+MIN_KEY_LINE_CHARS = 12
+#: A line's score is its BM25 score over the candidate lines (divided by the best) plus this times its
+#: cosine with the question (when the embedding model is installed).
+LINE_SEMANTIC_WEIGHT = 0.5
+#: Lines compared by meaning: the best by BM25 (the embedding model costs ~10 ms a line here).
+SEMANTIC_CANDIDATES = 12
+#: A line sharing more than this share of its tokens with a better key line is not taken (table rows,
+#: repeated signatures): quoting the same words twice adds nothing and reads as a loop.
+NEAR_DUPLICATE = 0.6
+#: Tokens kept out of the context's budget for the key lines.
+KEY_LINES_RESERVE = 160
+
+GROUNDED_SYSTEM_PROMPT = (
+    "Answer questions about a code base using only the numbered sources. The key lines are the most "
+    "relevant lines of the sources. Answer in one or two short sentences, reusing their exact names, "
+    "flags and values. Cite the source you use by its number, like [1]."
+)
+#: Heads the quoted key lines.
+QUOTE_HEADER = "From the sources:"
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"(])")
+
+
+def _pieces(line: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of a line's text: the line, or its sentences when it is longer than :data:`KEY_LINE_CHARS`."""
+    if len(line.strip()) <= KEY_LINE_CHARS:
+        return [(0, len(line))]
+    cuts = [0, *(m.end() for m in _SENTENCE.finditer(line)), len(line)]
+    return list(pairwise(cuts))
+
+
+def _candidates(excerpts: Sequence[Excerpt], reader: SpanReader) -> list[KeyLine]:
+    """Every line of the shown ranges (long lines split into sentences, cut at :data:`KEY_LINE_CHARS`)."""
+    found: list[KeyLine] = []
+    seen: set[str] = set()
+    for number, excerpt in enumerate(excerpts, 1):
+        path = excerpt.source.file_path
+        text = reader.text(path)
+        for first, last in excerpt.shown:
+            offset = first
+            for line in text[first:last].splitlines(keepends=True):
+                for a, b in _pieces(line):
+                    piece = line[a:b]
+                    start = offset + a + (len(piece) - len(piece.lstrip()))
+                    body = piece.strip()[:KEY_LINE_CHARS].rstrip()
+                    if _worth_quoting(body) and body not in seen:
+                        seen.add(body)
+                        found.append(KeyLine(number, path, start, start + len(body), body))
+                offset += len(line)
+    return found
+
+
+def _worth_quoting(line: str) -> bool:
+    return len(line) >= MIN_KEY_LINE_CHARS and not line.startswith("```") and sum(c.isalpha() for c in line) >= 6
+
+
+def key_lines(
+    question: str,
+    excerpts: Sequence[Excerpt],
+    reader: SpanReader,
+    similarity: Similarity | None = None,
+    n: int = KEY_LINES,
+) -> list[KeyLine]:
+    """The ``n`` lines of the shown excerpts that best match ``question``, best first (none without a match).
+
+    score = BM25 of the line among the candidate lines / the best line's BM25, plus
+    :data:`LINE_SEMANTIC_WEIGHT` × max(0, cosine of the question and the line) for the
+    :data:`SEMANTIC_CANDIDATES` best by BM25. Only lines with a question term (BM25 > 0) qualify, and none
+    that is a near duplicate (:data:`NEAR_DUPLICATE`) of a better one.
+    """
+    lines = _candidates(excerpts, reader)
+    if not lines or n <= 0:
+        return []
+    ids, scores = _core.Bm25Index.build([k.text for k in lines]).search(clean_query(question), len(lines))
+    if not ids:
+        return []
+    best = max(scores)
+    score = {i: s / best for i, s in zip(ids, scores)}
+    if similarity is not None:
+        top = ids[:SEMANTIC_CANDIDATES]
+        for i, cosine in zip(top, similarity(question, [lines[i].text for i in top])):
+            score[i] += LINE_SEMANTIC_WEIGHT * max(0.0, float(cosine))
+    chosen: list[int] = []
+    words: dict[int, set[str]] = {}
+    for i in sorted(score, key=lambda i: (-score[i], i)):
+        words[i] = set(_core.tokenize(lines[i].text))
+        if not any(_overlap(words[i], words[j]) > NEAR_DUPLICATE for j in chosen):
+            chosen.append(i)
+            if len(chosen) == n:
+                break
+    return [lines[i] for i in chosen]
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    """Share of the smaller token set found in the other (1.0 for two empty sets)."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 1.0
+
+
+def grounded_prompt(
+    question: str,
+    sources: Sequence[Source],
+    count: TokenCounter,
+    render: Renderer,
+    budget: int = DEFAULT_PROMPT_BUDGET,
+    reader: SpanReader | None = None,
+    similarity: Similarity | None = None,
+    n: int = KEY_LINES,
+) -> Prompt:
+    """The prompt: the context of :func:`~fastrag.answering.prompt.build_prompt` within ``budget`` less
+    :data:`KEY_LINES_RESERVE` tokens, its best :data:`PROMPT_KEY_LINES` key lines first, and
+    :data:`GROUNDED_SYSTEM_PROMPT`; the prompt keeps all ``n`` key lines (to quote them)."""
+    reader = reader or SpanReader()
+    reserve = KEY_LINES_RESERVE if n > 0 else 0
+    base = build_prompt(question, sources, count, render, budget - reserve, reader, similarity=similarity)
+    if not base.excerpts:
+        return base
+    keys = key_lines(question, base.excerpts, reader, similarity, n)
+    text = render(messages(question, base.excerpts, keys[:PROMPT_KEY_LINES], GROUNDED_SYSTEM_PROMPT))
+    return Prompt(text, count([text])[0], base.excerpts, keys)
+
+
+def quote(keys: Sequence[KeyLine]) -> str:
+    """The key lines quoted, each with its ``[path:first-last]``."""
+    return "\n".join([QUOTE_HEADER, *(f"> {k.text} {k.citation}" for k in keys)]) if keys else ""
+
+
+def shares_key_term(answer: str, context: str) -> bool:
+    """Whether the text of ``answer`` holds at least one key term that the ``context`` contains too."""
+    lowered = context.lower()
+    return any(contains(lowered, t) for t in key_terms(answer_text(answer)))
+
+
+def ground_answer(raw: str, prompt: Prompt, grounding: Grounding = GROUNDING) -> str:
+    """The answer as saved, from the model's raw text, by the ``grounding`` policy (module docstring).
+
+    Without key lines (nothing matched the question) every policy keeps the model's answer.
+    """
+    keys = prompt.key_lines
+    model = finish_answer(raw, prompt.excerpts)
+    if not keys or grounding == "model":
+        return model
+    if grounding == "quote":
+        return quote(keys)
+    if grounding == "append":
+        both = f"{clean_answer(expand_citations(raw, prompt.excerpts))}\n\n{quote(keys)}"
+        return both if not degenerate(answer_text(both)) else quote(keys)
+    usable = not degenerate(answer_text(model)) and shares_key_term(model, prompt.context)
+    return model if usable else quote(keys)
