@@ -102,7 +102,17 @@ STAGES: list[tuple[str, list[str]]] = [
         ],
     ),
     ("agents", ["fastrag.server.mcp"]),
-    ("command line", ["fastrag.cli.flags", "fastrag.cli.commands", "fastrag.cli", "fastrag.__main__", "fastrag"]),
+    (
+        "command line",
+        [
+            "fastrag.cli.flags",
+            "fastrag.cli.shards",
+            "fastrag.cli.commands",
+            "fastrag.cli",
+            "fastrag.__main__",
+            "fastrag",
+        ],
+    ),
 ]
 
 #: Position of every listed module: (stage, place in the stage).

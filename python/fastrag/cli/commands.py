@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
 from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, join_repeated, raw_text, repo_names, status, target_size
+from fastrag.cli.shards import index_shards
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_INDEX_DIR,
@@ -26,36 +26,6 @@ from fastrag.config import (
     MAX_NEW_TOKENS,
 )
 from fastrag.errors import UsageError, UserError
-
-if TYPE_CHECKING:
-    from fastrag.indexing.builder import IndexParams
-
-
-def _index_shards(list_file: Path, index_dir: Path, params: IndexParams, ray: Any) -> None:
-    """``index --repos``: build every shard (in-process, or as Ray tasks), one line per failure."""
-    from fastrag.indexing.shards import Runner, build_in_process, build_shards, read_repos
-
-    repos = read_repos(list_file)
-    runner: Runner
-    if ray is None:
-        runner = build_in_process
-    else:
-        from fastrag.indexing.distributed import ray_runner
-
-        runner = ray_runner(str(ray))
-    started = time.perf_counter()
-    outcomes = build_shards(repos, index_dir, params, runner)
-    failed = [o for o in outcomes if o.error is not None]
-    for o in outcomes:
-        if o.error is not None:
-            status(f"fastrag: error: repository {o.name}: {o.error}")
-        else:
-            state = "up to date" if o.up_to_date else f"indexed in {o.seconds:.2f} s"
-            print(f"{o.name}: {o.files} files, {o.chunks} chunks ({state})")
-    built = len(outcomes) - len(failed)
-    print(f"{built} of {len(outcomes)} repositories indexed in {time.perf_counter() - started:.2f} s -> {index_dir}")
-    if failed:
-        raise SystemExit(1)
 
 
 class Commands:
@@ -86,7 +56,7 @@ class Commands:
         embed = DEFAULT_EMBED if vectors is None else str(vectors)
         params = IndexParams(max_chunk_size=size, target_size=target_size(size), embed=embed)
         if repos is not None:
-            _index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
+            index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
             return
         if ray is not None:
             raise UsageError("--ray needs --repos")
