@@ -218,6 +218,7 @@ def index_ablation(retriever: Retriever, datasets: Sequence[Path], folds: int) -
     variants = {
         "without Markdown layers": dataclasses.replace(params, layers=False),
         "without bridges": dataclasses.replace(params, bridges=False),
+        "heading lines without section text": dataclasses.replace(params, heading_body=0),
     }
     for label, changed in variants.items():
         with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastrag.indexing.builder import build_index
+from fastrag.indexing.records import IndexParams
 from fastrag.indexing.chunking.layers import heading_lines
 from fastrag.retrieval import precision
 from fastrag.retrieval.filters import SearchFilter
@@ -146,6 +147,35 @@ def test_heading_lines_respect_the_search_filter(retriever: Retriever) -> None:
     assert search(SearchFilter.parse("nothing/**")) == []
     with pytest.raises(ValueError, match="one byte per document"):
         retriever.heading_mask(b"\x01")
+
+
+def test_a_heading_line_is_found_by_what_its_section_says(tmp_path: Path) -> None:
+    """"Which page explains how to trace a run?" names nothing of the title "Profiling vLLM" but
+    what its section says; indexed with the start of its section, the title line is the answer."""
+    repo = tmp_path / "repo"
+    filler = "Unrelated words about batching and scheduling. " * 12  # > 400 characters
+    files = {**FILES, "docs/long.md": f"# Long Page\n\n{filler}\n\nThe zebra crossing appears only here.\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    question = "Which page explains how to trace a run?"
+    found = {}
+    for body in (0, 400):
+        build_index(repo, tmp_path / f"index{body}", IndexParams(heading_body=body), display_root="repo", progress=False)
+        found[body] = Retriever.open(tmp_path / f"index{body}")
+    first = found[400].search(question, 3, "lexical")[0]
+    assert (first.file_path, first.start, first.end) == (PROFILING_PATH, 0, 16)
+    without = found[0].search(question, 3, "lexical")[0]
+    assert (without.file_path, without.start, without.end) != (PROFILING_PATH, 0, 16)
+    # the section text stops at the next heading line ("nsys" belongs to "## Nsight Systems") ...
+    nsys = found[400].search("Which section covers nsys?", 1, "lexical")[0]
+    assert (nsys.file_path, files[nsys.file_path.removeprefix("repo/")][nsys.start : nsys.end]) == (
+        PROFILING_PATH,
+        "## Nsight Systems",
+    )
+    # ... and after ``heading_body`` characters: "zebra" lies beyond them, so no heading line has it
+    zebra = found[400].index.headings.bm25.search_batch(["zebra crossing"], 3)[0]
+    assert list(zebra[0]) == []
 
 
 def test_other_questions_get_no_heading_line(retriever: Retriever) -> None:
