@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastrag.indexing.builder import build_index
-from fastrag.indexing.records import IndexParams
 from fastrag.indexing.chunking.layers import heading_lines
+from fastrag.indexing.records import IndexParams
 from fastrag.retrieval import precision
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.query import analyse, asks_where
@@ -150,7 +150,7 @@ def test_heading_lines_respect_the_search_filter(retriever: Retriever) -> None:
 
 
 def test_a_heading_line_is_found_by_what_its_section_says(tmp_path: Path) -> None:
-    """"Which page explains how to trace a run?" names nothing of the title "Profiling vLLM" but
+    """The question "Which page explains how to trace a run?" names nothing of the title "Profiling vLLM" but
     what its section says; indexed with the start of its section, the title line is the answer."""
     repo = tmp_path / "repo"
     filler = "Unrelated words about batching and scheduling. " * 12  # > 400 characters
@@ -161,7 +161,9 @@ def test_a_heading_line_is_found_by_what_its_section_says(tmp_path: Path) -> Non
     question = "Which page explains how to trace a run?"
     found = {}
     for body in (0, 400):
-        build_index(repo, tmp_path / f"index{body}", IndexParams(heading_body=body), display_root="repo", progress=False)
+        build_index(
+            repo, tmp_path / f"index{body}", IndexParams(heading_body=body), display_root="repo", progress=False
+        )
         found[body] = Retriever.open(tmp_path / f"index{body}")
     first = found[400].search(question, 3, "lexical")[0]
     assert (first.file_path, first.start, first.end) == (PROFILING_PATH, 0, 16)
@@ -218,3 +220,18 @@ def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:
     weights = cv.fit(questions, np.ones(2))
     assert weights[1] > 0 and weights[1] > abs(weights[0])
     assert cv.fit(questions, np.array([1.0, 0.0]))[1] == 0.0
+
+
+def test_grid_selection_scores_each_fold_with_the_setting_best_elsewhere() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv_grid
+
+    fold = np.array([0, 0, 1, 1])
+    shipped = [{5: 1.0}, {5: 0.0}, {5: 1.0}, {5: 0.0}]  # 1/2 on every fold
+    fits_fold_0 = [{5: 1.0}, {5: 1.0}, {5: 0.0}, {5: 0.0}]  # all of fold 0, none of fold 1
+    out, chosen = cv_grid.select([shipped, fits_fold_0], 0, fold)
+    # fold 0 is scored with what is best on fold 1 (shipped: 1/2 > 0), fold 1 likewise (fits_fold_0: 1 > 1/2)
+    assert chosen == [0, 1]
+    assert [o[5] for o in out] == [1.0, 0.0, 0.0, 0.0]
+    tied, chosen = cv_grid.select([shipped, shipped], 1, fold)
+    assert chosen == [1, 1] and tied == shipped  # ties go to the shipped setting
