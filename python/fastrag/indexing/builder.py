@@ -242,7 +242,8 @@ def _indexed_texts(
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
         shown = f"{prefix}/{record.rel_path}" if prefix else record.rel_path
         docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
-        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in _with_body(record.headings, heading_body))
+        with_body = _with_body(record.headings, heading_body)
+        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in with_body)
     return docs, heading_docs
 
 
