@@ -123,8 +123,8 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 	$(PY) benches/peers.py
 
 .PHONY: cv
-cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker and of each retrieval part (in and out of fold); refreshes benches/RESULTS.md
-	$(PY) benches/cv.py --index-ablation
+cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
+	$(PY) benches/cv.py --index-ablation --grid
 
 .PHONY: ablation
 ablation: install data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md

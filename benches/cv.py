@@ -1,7 +1,7 @@
 """Honest tuning: pooled question sets, k-fold cross-validation by question (``make cv``).
 
 Usage: ``python benches/cv.py [--index_dir data/processed] [--datasets data/datasets/AnsweredQuestions]
-[--folds 5] [--write-weights] [--no-write]``
+[--folds 5] [--index-ablation] [--grid] [--write-weights] [--no-write]``
 
 Every answered question set in ``--datasets`` (the public and the dev sets) is pooled and split
 into ``--folds`` folds by question (a fixed seed). The precision stage's weights
@@ -19,6 +19,10 @@ measures exactly what ``search_dataset`` returns.
 Rows of the ablation are parts of retrieval without a fitted parameter, switched off one at a
 time, with the weights refitted out of fold: a part stays only while it earns at least +0.01
 pooled recall@5 out of fold.
+
+``--grid`` also selects every discrete tunable (BM25 k1/b, section text under heading lines, chunk
+target size, candidate depth) fold by fold and scores the held-out fold with the choice
+(``benches/cv_grid.py``).
 
 ``--write-weights`` writes the weights fitted on all pooled questions to the package's
 ``ranker.json`` (atomically), naming the question sets they were fitted on. The tables replace the
@@ -68,15 +72,15 @@ class Question:
     places: list[Hit]
 
 
-def collect(retriever: Retriever, datasets: Sequence[Path]) -> list[Question]:
-    """Candidates and features of every question of ``datasets``, as the retriever computes them."""
+def collect(retriever: Retriever, datasets: Sequence[Path], depth: int = precision.DEPTH) -> list[Question]:
+    """Candidates (``depth`` of them) and features of every question of ``datasets``, as the retriever computes them."""
     chunks = retriever.index.chunks
     out: list[Question] = []
     for path in datasets:
         dataset = load_dataset(path)
         answered = ground_truth(dataset, path)
         texts = [clean_query(q.question) for q in answered]
-        lists = retriever.lexical.search_many(texts, precision.DEPTH)
+        lists = retriever.lexical.search_many(texts, depth)
         places = retriever.heading_hits(texts, K)
         for i, (q, text, ranked) in enumerate(zip(answered, texts, lists)):
             truth = [(s.file_path, s.first_character_index, s.last_character_index) for s in q.sources]
@@ -218,6 +222,7 @@ def index_ablation(retriever: Retriever, datasets: Sequence[Path], folds: int) -
     variants = {
         "without Markdown layers": dataclasses.replace(params, layers=False),
         "without bridges": dataclasses.replace(params, bridges=False),
+        "heading lines without section text": dataclasses.replace(params, heading_body=0),
     }
     for label, changed in variants.items():
         with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
@@ -241,6 +246,9 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
     parser.add_argument(
         "--index-ablation", action="store_true", help="also rebuild the index without each optional chunk layer"
+    )
+    parser.add_argument(
+        "--grid", action="store_true", help="also select every discrete tunable out of fold (benches/cv_grid.py)"
     )
     args = parser.parse_args()
     datasets = sorted(args.datasets.glob("*.json"))
@@ -268,6 +276,11 @@ def main() -> None:
     ablation["first stage alone"] = [recall(q, np.eye(n_features)[0], retriever, headings=False) for q in questions]
     if args.index_ablation:
         ablation.update(index_ablation(retriever, datasets, args.folds))
+    grid = ""
+    if args.grid:
+        from cv_grid import INTRO, grid_table
+
+        grid = f"{INTRO}:\n\n{grid_table(retriever, datasets, questions, args.folds, pooled_r5)}\n\n"
     relative = fitted / fitted[0]
     shipped_text = ", ".join(f"{f} {w / shipped_w[0]:.3f}" for f, w in zip(precision.FEATURES, shipped_w))
     gains = "; ".join(
@@ -289,6 +302,7 @@ def main() -> None:
         "*first stage alone* is BM25 with no precision stage and no heading lines):\n\n"
         f"{table(questions, ablation)}\n\n"
         f"Pooled recall@5 out of fold that each part earns (full minus without it): {gains}.\n\n"
+        f"{grid}"
         "Misses at 5 by cause, with the weights fitted on all questions (first ground-truth span):\n\n"
         f"{anatomy(questions, fitted, retriever)}\n"
     )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fastrag.indexing.builder import build_index
 from fastrag.indexing.chunking.layers import heading_lines
+from fastrag.indexing.records import IndexParams
 from fastrag.retrieval import precision
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.query import analyse, asks_where
@@ -148,6 +149,37 @@ def test_heading_lines_respect_the_search_filter(retriever: Retriever) -> None:
         retriever.heading_mask(b"\x01")
 
 
+def test_a_heading_line_is_found_by_what_its_section_says(tmp_path: Path) -> None:
+    """The question "Which page explains how to trace a run?" names nothing of the title "Profiling vLLM" but
+    what its section says; indexed with the start of its section, the title line is the answer."""
+    repo = tmp_path / "repo"
+    filler = "Unrelated words about batching and scheduling. " * 12  # > 400 characters
+    files = {**FILES, "docs/long.md": f"# Long Page\n\n{filler}\n\nThe zebra crossing appears only here.\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    question = "Which page explains how to trace a run?"
+    found = {}
+    for body in (0, 400):
+        build_index(
+            repo, tmp_path / f"index{body}", IndexParams(heading_body=body), display_root="repo", progress=False
+        )
+        found[body] = Retriever.open(tmp_path / f"index{body}")
+    first = found[400].search(question, 3, "lexical")[0]
+    assert (first.file_path, first.start, first.end) == (PROFILING_PATH, 0, 16)
+    without = found[0].search(question, 3, "lexical")[0]
+    assert (without.file_path, without.start, without.end) != (PROFILING_PATH, 0, 16)
+    # the section text stops at the next heading line ("nsys" belongs to "## Nsight Systems") ...
+    nsys = found[400].search("Which section covers nsys?", 1, "lexical")[0]
+    assert (nsys.file_path, files[nsys.file_path.removeprefix("repo/")][nsys.start : nsys.end]) == (
+        PROFILING_PATH,
+        "## Nsight Systems",
+    )
+    # ... and after ``heading_body`` characters: "zebra" lies beyond them, so no heading line has it
+    zebra = found[400].index.headings.bm25.search_batch(["zebra crossing"], 3)[0]
+    assert list(zebra[0]) == []
+
+
 def test_other_questions_get_no_heading_line(retriever: Retriever) -> None:
     for hit in retriever.search("How do I profile a run with the torch profiler?", 5, "lexical"):
         assert "\n" in FILES[hit.file_path.removeprefix("repo/")][hit.start : hit.end]
@@ -188,3 +220,18 @@ def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:
     weights = cv.fit(questions, np.ones(2))
     assert weights[1] > 0 and weights[1] > abs(weights[0])
     assert cv.fit(questions, np.array([1.0, 0.0]))[1] == 0.0
+
+
+def test_grid_selection_scores_each_fold_with_the_setting_best_elsewhere() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv_grid
+
+    fold = np.array([0, 0, 1, 1])
+    shipped = [{5: 1.0}, {5: 0.0}, {5: 1.0}, {5: 0.0}]  # 1/2 on every fold
+    fits_fold_0 = [{5: 1.0}, {5: 1.0}, {5: 0.0}, {5: 0.0}]  # all of fold 0, none of fold 1
+    out, chosen = cv_grid.select([shipped, fits_fold_0], 0, fold)
+    # fold 0 is scored with what is best on fold 1 (shipped: 1/2 > 0), fold 1 likewise (fits_fold_0: 1 > 1/2)
+    assert chosen == [0, 1]
+    assert [o[5] for o in out] == [1.0, 0.0, 0.0, 0.0]
+    tied, chosen = cv_grid.select([shipped, shipped], 1, fold)
+    assert chosen == [1, 1] and tied == shipped  # ties go to the shipped setting

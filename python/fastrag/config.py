@@ -38,5 +38,9 @@ CHUNK_TARGET_SIZE = 2000
 #: Largest run of Markdown table rows indexed as one extra chunk (table windows, see
 #: ``fastrag.indexing.chunking.layers.markdown_layers``); 250-400 gave the same recall on the public sets.
 TABLE_WINDOW_SIZE = 400
+#: Characters of a section's text indexed with its heading line, after the line, up to the next
+#: heading or anchor line: a question asking which page or section covers something names what
+#: the section says, not only its title. 100-800 gave the same recall out of fold (benches/RESULTS.md).
+HEADING_BODY_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from fastrag import _core
-from fastrag.config import TABLE_WINDOW_SIZE
+from fastrag.config import HEADING_BODY_SIZE, TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
@@ -150,7 +150,7 @@ def build_index(
         return report
 
     ordered = [records[k] for k in sorted(records)]
-    docs, heading_docs = _indexed_texts(repo_path, ordered, text_prefix)
+    docs, heading_docs = _indexed_texts(repo_path, ordered, text_prefix, params.heading_body)
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
     headings = _core.Bm25Index.build(
         heading_docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem
@@ -230,17 +230,31 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
 
 
-def _indexed_texts(repo_path: Path, records: Iterable[FileRecord], prefix: str = "") -> tuple[list[str], list[str]]:
+def _indexed_texts(
+    repo_path: Path, records: Iterable[FileRecord], prefix: str = "", heading_body: int = HEADING_BODY_SIZE
+) -> tuple[list[str], list[str]]:
     """The texts BM25 indexes for every chunk and for every heading line: relative path (below
-    ``prefix``, if any), context, then the span itself."""
+    ``prefix``, if any), context, then the span itself (for a heading line, with the start of its
+    section: ``heading_body`` characters at most, :func:`_with_body`)."""
     docs: list[str] = []
     heading_docs: list[str] = []
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
         shown = f"{prefix}/{record.rel_path}" if prefix else record.rel_path
         docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
-        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.headings)
+        with_body = _with_body(record.headings, heading_body)
+        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in with_body)
     return docs, heading_docs
+
+
+def _with_body(headings: list[Chunk], size: int) -> Iterator[tuple[Chunk, int]]:
+    """Each heading line (sorted by start) with the end of what is indexed for it: the line and
+    then its section's text up to the next heading or anchor line, at most ``size`` characters
+    after the line. A question that asks which page or section covers something names what the
+    section says, not only its title (benches/RESULTS.md, "Cross-validation")."""
+    for n, line in enumerate(headings):
+        following = headings[n + 1].start if n + 1 < len(headings) else line.end + size
+        yield line, max(line.end, min(following, line.end + size))
 
 
 def primary_chunks(chunks: list[Chunk]) -> list[int]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, MAX_CHUNK_SIZE
+from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, HEADING_BODY_SIZE, MAX_CHUNK_SIZE
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.chunking import Chunk
 from fastrag.indexing.corpus import Skipped
@@ -58,6 +58,7 @@ class IndexParams:
     embed: str = DEFAULT_EMBED
     embed_tokens: int = DEFAULT_EMBED_TOKENS
     layers: bool = True
+    heading_body: int = HEADING_BODY_SIZE
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as a JSON-ready dict."""
@@ -72,6 +73,7 @@ class IndexParams:
             "embed": self.embed,
             "embed_tokens": self.embed_tokens,
             "layers": self.layers,
+            "heading_body": self.heading_body,
         }
 
     def embed_spec(self) -> EmbedSpec | None:

@@ -1,0 +1,113 @@
+"""Nested selection of retrieval's discrete tunables, for ``benches/cv.py --grid``.
+
+Each tunable is a short list of settings around the shipped one: BM25 k1 and b, the section text
+indexed under heading lines, the chunkers' target size (index side: the index is rebuilt in a
+temporary folder for each setting) and the precision stage's candidate depth (query side). For
+every setting, each question's recall comes from :func:`cv.cross_validate` (the ranker's weights
+fitted without the question's fold). Then, fold by fold, the setting with the best pooled
+recall@5 on the *other* folds is chosen (ties go to the shipped setting) and the held-out fold is
+scored with it: the "selected out of fold" figure is what choosing the setting by data earns on
+questions the choice never saw. A tunable whose selection does not beat its shipped setting out
+of fold keeps the shipped value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cv import Question, collect, cross_validate, folds_of
+
+from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval import precision
+from fastrag.retrieval.retriever import Retriever
+
+#: Index-side tunables: a label, then the settings tried (each a set of IndexParams fields).
+INDEX_GRID: dict[str, list[dict[str, Any]]] = {
+    "BM25 k1, b": [{"k1": k1, "b": b} for k1 in (0.9, 1.2, 1.6) for b in (0.6, 0.75, 0.9)],
+    "section text under heading lines": [{"heading_body": n} for n in (0, 200, 400, 800)],
+    "chunk target size": [{"target_size": n} for n in (1000, 1500, 2000)],
+}
+#: How the table is introduced in benches/RESULTS.md.
+INTRO = (
+    "Every discrete tunable selected out of fold (`--grid`): for each setting, recall with the ranker's"
+    " weights fitted out of fold; in each fold, the setting best on the other four folds (ties: the"
+    " shipped one) scores the held-out fold. *Selected* is what choosing by data earns on unseen"
+    " questions; a tunable keeps its shipped value unless *selected* beats it"
+)
+#: Query-side tunables: candidates the precision stage re-ranks.
+DEPTHS = (30, 50, 100)
+
+PerQuestion = list[dict[int, float]]
+
+
+def select(per_setting: Sequence[PerQuestion], shipped: int, fold: np.ndarray) -> tuple[PerQuestion, list[int]]:
+    """Out-of-fold recall when each fold's setting is the best one on the other folds (ties: ``shipped``),
+    and the setting chosen for each fold."""
+    out: PerQuestion = [{} for _ in per_setting[0]]
+    chosen: list[int] = []
+    for f in range(int(fold.max()) + 1):
+        train = np.nonzero(fold != f)[0]
+        means = [round(float(np.mean([per[i][5] for i in train])), 9) for per in per_setting]
+        best = max(range(len(per_setting)), key=lambda j: (means[j], j == shipped))
+        chosen.append(best)
+        for i in np.nonzero(fold == f)[0]:
+            out[i] = per_setting[best][i]
+    return out, chosen
+
+
+def grid_table(
+    retriever: Retriever,
+    datasets: Sequence[Path],
+    questions: list[Question],
+    folds: int,
+    pooled_r5: Callable[[PerQuestion, list[Question], str], float],
+) -> str:
+    """Markdown table: for each tunable, the settings tried, the shipped one, the one each fold chose,
+    and pooled recall@5 out of fold with the shipped setting and with the selected ones."""
+    raw = retriever.index.manifest["params"]
+    params = IndexParams(**{f.name: raw[f.name] for f in dataclasses.fields(IndexParams) if f.name in raw})
+    repo = Path(str(retriever.index.manifest["repo_path"]))
+    root = str(retriever.index.manifest.get("display_root") or "")
+    full = np.ones(len(precision.FEATURES))
+    fold = folds_of(len(questions), folds)
+    head = "| tunable | settings tried | shipped | chosen per fold | pooled docs R@5 shipped / selected"
+    lines = [head + " | pooled code R@5 shipped / selected |", "|---|---|---|---|---|---|"]
+
+    def row(label: str, names: list[str], shipped: int, per_setting: list[PerQuestion]) -> None:
+        selected, chosen = select(per_setting, shipped, fold)
+        cells = [
+            f"{pooled_r5(per_setting[shipped], questions, kind):.3f} / {pooled_r5(selected, questions, kind):.3f}"
+            for kind in ("docs", "code")
+        ]
+        picks = " · ".join(names[j] for j in chosen)
+        lines.append(f"| {label} | {'; '.join(names)} | {names[shipped]} | {picks} | {cells[0]} | {cells[1]} |")
+
+    for label, settings in INDEX_GRID.items():
+        names = [" ".join(f"{k} {v}" for k, v in s.items()) for s in settings]
+        current = {k: getattr(params, k) for k in settings[0]}
+        shipped = next((j for j, s in enumerate(settings) if s == current), None)
+        if shipped is None:
+            settings, names, shipped = [current, *settings], [f"{names[0]} (index)", *names], 0
+        per_setting: list[PerQuestion] = []
+        for j, setting in enumerate(settings):
+            if j == shipped:
+                per_setting.append(cross_validate(questions, retriever, folds, full))
+                continue
+            with tempfile.TemporaryDirectory(prefix="fastrag-grid-") as tmp:
+                build_index(repo, Path(tmp), dataclasses.replace(params, **setting), display_root=root, progress=False)
+                other = Retriever.open(Path(tmp))
+                per_setting.append(cross_validate(collect(other, datasets), other, folds, full))
+        row(label, names, shipped, per_setting)
+
+    depths = list(DEPTHS) if precision.DEPTH in DEPTHS else [precision.DEPTH, *DEPTHS]
+    per_depth = [
+        cross_validate(questions if d == precision.DEPTH else collect(retriever, datasets, d), retriever, folds, full)
+        for d in depths
+    ]
+    row("precision depth", [str(d) for d in depths], depths.index(precision.DEPTH), per_depth)
+    return "\n".join(lines)
