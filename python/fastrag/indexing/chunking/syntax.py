@@ -226,8 +226,8 @@ def _inside(node: Node) -> list[Node]:
 def chunk_syntax(grammar: str, text: str, max_chunk_size: int, target_size: int | None = None) -> list[Chunk]:
     """Chunk ``text`` along the syntax tree of tree-sitter grammar ``grammar`` (plain text on trouble)."""
     target = resolve_target(max_chunk_size, target_size)
-    if not text:
-        return []
+    if len(text) <= target:  # one chunk whatever the tree: no need to parse
+        return chunk_plain(text, max_chunk_size, target)
     valid = _SURROGATE.sub("\ufffd", text)  # lone surrogates (undecodable bytes): same length, encodable
     data = valid.encode("utf-8")
     try:
