@@ -212,6 +212,13 @@ SAMPLES: dict[str, tuple[str, str, str, str, str]] = {
         "  return <span>{x}</span>;",
         "export function Other()",
     ),
+    ".kt": (
+        "package demo\n\nimport kotlin.math.max\n\n/** Adds. */\nfun add(a: Int, b: Int): Int {\n    return a + b\n}\n",
+        "object Registry {\n    val names = mutableListOf<String>()\n}\n",
+        "class Box(val value: Int) {\n    fun show() {\n        println(value)\n        println(value + 1)\n    }\n}\n",
+        "        println(value + 1)",
+        "class Box(val value: Int)",
+    ),
     ".sh": (
         "#!/bin/bash\nset -e\n\n# Builds.\nbuild() {\n  cargo build --release\n}\n",
         'if [ -n "$CI" ]; then\n  echo ci\nfi\n',
@@ -303,6 +310,11 @@ SYNTAXES = (
     ),
     Syntax(".tsx", (("function N() {", "}"), ("export class N {", "}")), ("return <div>W</div>;", "// W")),
     Syntax(".js", (("function N(x) {", "}"), ("N(x) {", "}")), ('let N = "W";', "// W")),
+    Syntax(
+        ".kt",
+        (("fun N(x: Int): Int {", "}"), ("class N {", "}"), ("object N {", "}"), ("companion object {", "}")),
+        ('val N = "W"', "// W", 'N("W")'),
+    ),
     Syntax(".sh", (("N() {", "}"), ('if [ -n "$N" ]; then', "fi"), ("for N in a b; do", "done")), ('N="W"', "# W")),
 )
 

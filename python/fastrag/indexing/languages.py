@@ -45,7 +45,7 @@ LANGUAGES: tuple[Language, ...] = (
     Language("rust", (".rs",), grammar="rust"),
     Language("go", (".go",), grammar="go"),
     Language("java", (".java",), grammar="java"),
-    Language("kotlin", (".kt", ".kts")),
+    Language("kotlin", (".kt", ".kts"), grammar="kotlin"),
     Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript"),
     Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
     Language("tsx", (".tsx",), grammar="tsx"),

@@ -72,6 +72,12 @@ GRAMMARS: dict[str, Grammar] = {
             | {"annotation_type_declaration", "method_declaration", "constructor_declaration"}
         ),
     ),
+    "kotlin": Grammar(
+        "tree_sitter_kotlin",
+        "language",
+        frozenset({"class_declaration", "object_declaration", "companion_object", "function_declaration"})
+        | {"secondary_constructor", "anonymous_initializer"},
+    ),
     "javascript": Grammar("tree_sitter_javascript", "language", _JS_SCOPES),
     "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS_SCOPES),
     "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_SCOPES),
