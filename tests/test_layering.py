@@ -34,6 +34,13 @@ STAGES: list[tuple[str, list[str]]] = [
         "indexing",
         [
             "fastrag.indexing.corpus",
+            "fastrag.indexing.chunking.packer",
+            "fastrag.indexing.chunking.python",
+            "fastrag.indexing.chunking.markdown",
+            "fastrag.indexing.chunking.layers",
+            "fastrag.indexing.chunking.bridges",
+            "fastrag.indexing.chunking.grammars",
+            "fastrag.indexing.chunking.syntax",
             "fastrag.indexing.chunking",
             "fastrag.indexing.storage",
             "fastrag.indexing.workers",

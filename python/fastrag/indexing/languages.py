@@ -1,8 +1,9 @@
 """The kinds of files fastrag reads: one table for the corpus walk, the chunkers and ``--lang``.
 
-Each :class:`Language` names the file suffixes (and whole file names) it covers. A suffix may belong to
-several languages (``.h`` is both C and C++ as far as ``--lang`` is concerned). How a file is chunked is
-decided by :func:`fastrag.indexing.chunking.chunk_file` from its suffix.
+Each :class:`Language` names the file suffixes (and whole file names) it covers and the tree-sitter
+grammar, if any, that chunks it. A suffix may belong to several languages (``.h`` is both C and C++ as
+far as ``--lang`` is concerned; the first language listing it names its grammar). How a file is chunked
+is decided by :func:`fastrag.indexing.chunking.chunk_file` from its suffix.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from fastrag.errors import UsageError
 
 @dataclass(frozen=True, slots=True)
 class Language:
-    """A kind of file: its name, suffixes (lower case, with the dot) and whole file names."""
+    """A kind of file: its name, suffixes (lower case, with the dot), whole file names, and the
+    tree-sitter grammar that chunks it (``""``: chunked as text, or by a chunker of its own)."""
 
     name: str
     suffixes: tuple[str, ...]
     names: tuple[str, ...] = ()
+    grammar: str = ""
 
 
 #: JSON files indexed: configuration, by its usual names.
@@ -36,17 +39,17 @@ LANGUAGES: tuple[Language, ...] = (
     Language("markdown", (".md", ".markdown")),
     Language("rst", (".rst",)),
     Language("text", (".txt",)),
-    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl")),
-    Language("c", (".c", ".h")),
-    Language("cuda", (".cu", ".cuh")),
-    Language("rust", (".rs",)),
-    Language("go", (".go",)),
-    Language("java", (".java",)),
-    Language("kotlin", (".kt", ".kts")),
-    Language("javascript", (".js", ".mjs", ".cjs", ".jsx")),
-    Language("typescript", (".ts", ".mts", ".cts")),
-    Language("tsx", (".tsx",)),
-    Language("shell", (".sh", ".bash", ".zsh")),
+    Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl"), grammar="cpp"),
+    Language("c", (".c", ".h"), grammar="c"),
+    Language("cuda", (".cu", ".cuh"), grammar="cpp"),  # CUDA is C++ with a few keywords
+    Language("rust", (".rs",), grammar="rust"),
+    Language("go", (".go",), grammar="go"),
+    Language("java", (".java",), grammar="java"),
+    Language("kotlin", (".kt", ".kts"), grammar="kotlin"),
+    Language("javascript", (".js", ".mjs", ".cjs", ".jsx"), grammar="javascript"),
+    Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
+    Language("tsx", (".tsx",), grammar="tsx"),
+    Language("shell", (".sh", ".bash", ".zsh"), grammar="bash"),
     Language("toml", (".toml",)),
     Language("yaml", (".yaml", ".yml")),
     # JSON by name only: configuration people keep (package.json, tsconfig.json, ...), not the generated
@@ -64,6 +67,10 @@ LANGUAGES: tuple[Language, ...] = (
 BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
 #: Suffixes of the files indexed.
 SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES for s in lang.suffixes)
+#: Tree-sitter grammar of every suffix that has one (the first language listing a suffix names it).
+GRAMMAR_OF_SUFFIX: dict[str, str] = {
+    suffix: lang.grammar for lang in reversed(LANGUAGES) if lang.grammar for suffix in lang.suffixes
+}
 #: Files indexed by their whole name whatever their suffix.
 FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
 

@@ -10,6 +10,9 @@ they can run in worker processes.
   :mod:`fastrag.indexing.chunking.python`);
 * ``.md`` / ``.markdown`` / ``.rst``: :func:`chunk_markdown` (heading tree, see
   :mod:`fastrag.indexing.chunking.markdown`);
+* C, C++/CUDA, Rust, Go, Java, JavaScript/TypeScript, shell (the suffixes with a tree-sitter grammar
+  in :mod:`fastrag.indexing.languages`): :func:`chunk_syntax` (syntax tree, see
+  :mod:`fastrag.indexing.chunking.syntax`);
 * anything else: :func:`chunk_plain` (paragraphs, lines, words, slices).
 """
 
@@ -20,8 +23,10 @@ import os
 from fastrag.indexing.chunking.markdown import chunk_markdown
 from fastrag.indexing.chunking.packer import Chunk, chunk_plain
 from fastrag.indexing.chunking.python import chunk_python
+from fastrag.indexing.chunking.syntax import chunk_syntax
+from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX
 
-__all__ = ["Chunk", "chunk_file", "chunk_markdown", "chunk_plain", "chunk_python"]
+__all__ = ["Chunk", "chunk_file", "chunk_markdown", "chunk_plain", "chunk_python", "chunk_syntax"]
 
 _PYTHON = frozenset({".py", ".pyi"})
 _MARKDOWN = frozenset({".md", ".markdown"})
@@ -36,4 +41,7 @@ def chunk_file(path: str, text: str, max_chunk_size: int, target_size: int | Non
         return chunk_markdown(text, max_chunk_size, target_size)
     if ext == ".rst":
         return chunk_markdown(text, max_chunk_size, target_size, rst=True)
+    grammar = GRAMMAR_OF_SUFFIX.get(ext)
+    if grammar is not None:
+        return chunk_syntax(grammar, text, max_chunk_size, target_size)
     return chunk_plain(text, max_chunk_size, target_size)

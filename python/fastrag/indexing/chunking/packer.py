@@ -20,7 +20,8 @@ characters, which never exceeds ``max_chunk_size``. Boundaries fall on line star
 single line is longer than ``target_size``; then it is cut between words (or, for one huge
 "word", into equal slices).
 
-The Markdown chunker (:mod:`fastrag.indexing.chunking.markdown`) and the Python one build on it.
+The Markdown chunker (:mod:`fastrag.indexing.chunking.markdown`), the Python one and the tree-sitter
+one (:mod:`fastrag.indexing.chunking.syntax`) build on it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from itertools import pairwise
 
 import fastrag._core
 
-__all__ = ["Chunk", "Packer", "Piece", "chunk_plain", "resolve_target"]
+__all__ = ["SIGNATURE_LIMIT", "Chunk", "Packer", "Piece", "chunk_plain", "resolve_target"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,9 @@ class Chunk:
 #: The payload is an ``int`` text level (see :data:`PARAGRAPHS` …) for raw text or a
 #: structural node that a :class:`Packer` subclass knows how to split.
 Piece = tuple[int, int, str, str, object]
+
+#: Characters of an enclosing signature kept in a chunk's ``context`` (code chunkers).
+SIGNATURE_LIMIT = 300
 
 PARAGRAPHS = 0
 LINES = 1

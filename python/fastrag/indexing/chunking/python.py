@@ -27,14 +27,21 @@ import warnings
 from itertools import pairwise
 
 import fastrag._core
-from fastrag.indexing.chunking.packer import PARAGRAPHS, Chunk, Packer, Piece, chunk_plain, resolve_target
+from fastrag.indexing.chunking.packer import (
+    PARAGRAPHS,
+    SIGNATURE_LIMIT,
+    Chunk,
+    Packer,
+    Piece,
+    chunk_plain,
+    resolve_target,
+)
 
 __all__ = ["chunk_python"]
 
 _Node = ast.stmt | ast.excepthandler
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BODY_FIELDS = ("body", "handlers", "orelse", "finalbody")
-_SIGNATURE_LIMIT = 300
 _INDENT = " \t\x0c"
 
 
@@ -136,7 +143,7 @@ class _PythonPacker(Packer):
         """Header text of a ``class``/``def`` without decorators, whitespace collapsed."""
         start = self._line(node.lineno)[0]
         header = " ".join(self.text[start : self.header_end(node, first)].split())
-        return header[:_SIGNATURE_LIMIT]
+        return header[:SIGNATURE_LIMIT]
 
     def pieces(self, nodes: list[_Node], bounds: list[int], ctx: str) -> list[Piece]:
         """One piece per node between consecutive ``bounds``."""

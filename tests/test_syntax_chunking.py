@@ -1,0 +1,393 @@
+"""Tests of the tree-sitter chunker (:mod:`fastrag.indexing.chunking.syntax`): concrete layouts for
+every grammar, properties on generated sources, and the real corpus."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastrag.indexing.chunking import Chunk, chunk_file, chunk_plain, chunk_syntax
+from fastrag.indexing.chunking.grammars import GRAMMARS, parser
+from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX, LANGUAGES
+from test_chunking import CORPUS, NAMES, NEWLINES, PROPERTY_SETTINGS, WORDS, check_all_sizes, check_chunks, spans
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def whole(text: str, chunks: list[Chunk], snippet: str) -> Chunk:
+    """The chunk holding all of ``snippet`` (which must occur once in ``text``)."""
+    assert text.count(snippet) == 1, snippet
+    start = text.index(snippet)
+    holding = [c for c in chunks if c.start <= start and start + len(snippet) <= c.end]
+    assert holding, f"{snippet[:40]!r} is cut between chunks: {spans(text, chunks)}"
+    return holding[0]
+
+
+# -- the tables ------------------------------------------------------------------------------
+
+
+def test_every_grammar_loads_and_parses() -> None:
+    """Every grammar a language names exists, loads from its wheel and parses a line of code."""
+    named = {lang.grammar for lang in LANGUAGES if lang.grammar}
+    assert named == set(GRAMMARS)
+    for name in named:
+        tree = parser(name).parse(b"x = 1;\n")
+        assert tree.root_node.end_byte == 7
+
+
+def test_suffixes_pick_their_grammar() -> None:
+    """CUDA and ``.h`` go through the C++ grammar, ``.c`` through C, ``.tsx`` through TSX."""
+    assert GRAMMAR_OF_SUFFIX[".cu"] == GRAMMAR_OF_SUFFIX[".cuh"] == GRAMMAR_OF_SUFFIX[".h"] == "cpp"
+    assert (GRAMMAR_OF_SUFFIX[".c"], GRAMMAR_OF_SUFFIX[".rs"], GRAMMAR_OF_SUFFIX[".tsx"]) == ("c", "rust", "tsx")
+    assert ".py" not in GRAMMAR_OF_SUFFIX and ".md" not in GRAMMAR_OF_SUFFIX and ".toml" not in GRAMMAR_OF_SUFFIX
+
+
+# -- concrete layouts ------------------------------------------------------------------------
+
+RUST = """//! Crate docs.
+use std::collections::HashMap;
+
+/// A thing.
+#[derive(Debug, Clone)]
+pub struct Foo {
+    a: i32,
+    b: String,
+}
+
+impl Foo {
+    /// Makes one with a café ☕ label.
+    pub fn new(a: i32) -> Self {
+        let b = format!("{}€", a);
+        Foo { a, b }
+    }
+
+    // Sums things.
+    fn bar(&self, xs: &[i32]) -> i32 {
+        let mut total = 0;
+        for x in xs {
+            total += x * self.a;
+        }
+        total
+    }
+}
+
+fn main() {
+    let f = Foo::new(3);
+    println!("{}", f.bar(&[1, 2, 3]));
+}
+"""
+
+
+def test_rust_impl_lands_whole() -> None:
+    """An ``impl`` block that fits the target is one chunk with its doc comments; so is a struct
+    with its attribute, and a function; boundaries fall on line starts."""
+    impl = RUST[RUST.index("impl Foo") : RUST.index("fn main")].rstrip()
+    target = len(impl) + 100  # the impl and `main` fit together, the struct before them does not
+    chunks = chunk_file("src/lib.rs", RUST, 2000, target)
+    check_chunks(RUST, chunks, 2000, target)
+    assert len(chunks) == 2
+    assert whole(RUST, chunks, impl).context == ""
+    whole(RUST, chunks, "/// A thing.\n#[derive(Debug, Clone)]\npub struct Foo {\n    a: i32,\n    b: String,\n}")
+    starts = {0, *(m.end() for m in re.finditer("\n", RUST))}
+    assert all(c.start in starts and c.end in starts for c in chunks)
+
+
+def test_rust_nested_chunks_carry_signatures() -> None:
+    """An oversized ``impl`` is split at its functions; an oversized function at its statements,
+    and chunks inside carry the enclosing signatures (non-ASCII text before them included)."""
+    chunks = chunk_file("src/lib.rs", RUST, 2000, 70)
+    check_chunks(RUST, chunks, 2000, 70)
+    loop = whole(RUST, chunks, "        for x in xs {\n            total += x * self.a;\n        }")
+    assert loop.context == "impl Foo\nfn bar(&self, xs: &[i32]) -> i32"
+    new = whole(RUST, chunks, 'let b = format!("{}€", a);')
+    assert new.context == "impl Foo\npub fn new(a: i32) -> Self"
+    header = whole(RUST, chunks, "impl Foo {")
+    assert header.context == ""
+    assert whole(RUST, chunks, "// Sums things.\n    fn bar(").context == "impl Foo"
+
+
+CUDA = """#include <cuda_runtime.h>
+
+namespace vllm {
+
+// Root mean square of each row.
+template <typename scalar_t>
+__global__ void rms_norm_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
+                                const float epsilon, const int hidden_size) {
+  __shared__ float s_variance;
+  float variance = 0.0f;
+  for (int idx = threadIdx.x; idx < hidden_size; idx += blockDim.x) {
+    const float x = (float)input[blockIdx.x * hidden_size + idx];
+    variance += x * x;
+  }
+  s_variance = rsqrtf(variance / hidden_size + epsilon);
+}
+
+class Launcher {
+ public:
+  void launch(int n) {
+    rms_norm_kernel<float><<<n, 256, 0, stream_>>>(out_, in_, 1e-6f, n);
+  }
+};
+
+}  // namespace vllm
+"""
+
+
+def test_cuda_kernel_goes_through_cpp() -> None:
+    """A ``__global__`` template kernel (C++ grammar) is one chunk with its comment when it fits,
+    and its statements carry the namespace and the kernel's signature when it does not."""
+    kernel = CUDA[CUDA.index("// Root mean") : CUDA.index("class Launcher")].rstrip()
+    target = len(kernel) + 80  # the kernel and the lines above it fit, the class after it does not
+    chunks = chunk_file("csrc/layernorm.cu", CUDA, 2000, target)
+    check_chunks(CUDA, chunks, 2000, target)
+    assert len(chunks) == 2
+    assert whole(CUDA, chunks, kernel) == chunks[0]
+    assert whole(CUDA, chunks, "class Launcher {").context == "namespace vllm"
+    chunks = chunk_file("csrc/layernorm.cu", CUDA, 2000, 150)
+    check_chunks(CUDA, chunks, 2000, 150)
+    loop = whole(CUDA, chunks, "    variance += x * x;\n  }")
+    assert loop.context.split("\n") == [
+        "namespace vllm",
+        (
+            "template <typename scalar_t> __global__ void rms_norm_kernel(scalar_t* __restrict__ out,"
+            " const scalar_t* __restrict__ input, const float epsilon, const int hidden_size)"
+        ),
+    ]
+    assert chunks == chunk_file("csrc/layernorm.cuh", CUDA, 2000, 150) == chunk_syntax("cpp", CUDA, 2000, 150)
+
+
+#: One small file per grammar in three parts, each (with the comment above it) one chunk at the
+#: target the test picks; a line of the third part's body, and the signatures it carries when that
+#: part is split.
+SAMPLES: dict[str, tuple[str, str, str, str, str]] = {
+    ".c": (
+        "#include <stdio.h>\n\n/* Adds. */\nstatic int add(int a, int b) {\n  return a + b;\n}\n",
+        "struct point {\n  int x;\n  int y;\n};\n",
+        'int main(void) {\n  printf("%d\\n", add(1, 2));\n  return 0;\n}\n',
+        "  return 0;",
+        "int main(void)",
+    ),
+    ".go": (
+        'package main\n\nimport "fmt"\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n',
+        "type Point struct {\n\tX int\n\tY int\n}\n",
+        "func (p *Point) Show() {\n\tfmt.Println(p.X)\n\tfmt.Println(p.Y)\n}\n",
+        "\tfmt.Println(p.Y)",
+        "func (p *Point) Show()",
+    ),
+    ".java": (
+        "package demo;\n\n/** A demo. */\npublic class Demo {\n",
+        "    /** Adds. */\n    @Override\n    public int add(int a, int b) {\n        return a + b;\n    }\n",
+        "    public void show(int n) {\n        System.out.println(n);\n        System.out.println(n + 1);\n    }\n}\n",
+        "        System.out.println(n + 1);",
+        "public class Demo\npublic void show(int n)",
+    ),
+    ".js": (
+        "import fs from 'fs';\n\n// Reads a file.\nfunction read(path) {\n  return fs.readFileSync(path);\n}\n",
+        "export class Store {\n  get(key) {\n    return this.map[key];\n  }\n}\n",
+        "const show = (value) => {\n  console.log(value);\n  console.log(value + 1);\n};\n",
+        "  console.log(value + 1);",
+        "const show = (value) =>",
+    ),
+    ".ts": (
+        "// Typed.\ninterface Point {\n  x: number;\n  y: number;\n}\n",
+        "export function add(a: number, b: number): number {\n  return a + b;\n}\n",
+        "export class Box<T> {\n  value?: T;\n  open(): T | undefined {\n    return this.value;\n  }\n}\n",
+        "  open(): T | undefined {",
+        "export class Box<T>",
+    ),
+    ".tsx": (
+        (
+            "import React from 'react';\n\n// A view.\nexport function View(props: { name: string }) {\n"
+            "  return <div>{props.name}</div>;\n}\n"
+        ),
+        "const answer: number = 42;\nconst label = `v${answer}`;\n",
+        "export function Other() {\n  const x = 1;\n  return <span>{x}</span>;\n}\n",
+        "  return <span>{x}</span>;",
+        "export function Other()",
+    ),
+    ".kt": (
+        "package demo\n\nimport kotlin.math.max\n\n/** Adds. */\nfun add(a: Int, b: Int): Int {\n    return a + b\n}\n",
+        "object Registry {\n    val names = mutableListOf<String>()\n}\n",
+        "class Box(val value: Int) {\n    fun show() {\n        println(value)\n        println(value + 1)\n    }\n}\n",
+        "        println(value + 1)",
+        "class Box(val value: Int)",
+    ),
+    ".sh": (
+        "#!/bin/bash\nset -e\n\n# Builds.\nbuild() {\n  cargo build --release\n}\n",
+        'if [ -n "$CI" ]; then\n  echo ci\nfi\n',
+        'deploy() {\n  build\n  echo "deployed $1"\n  echo done\n}\n',
+        "  echo done",
+        "deploy()",
+    ),
+    ".cpp": (
+        "#include <vector>\n\n// Holds things.\nnamespace store {\n",
+        "template <typename T>\nclass Box {\n public:\n  T get() const { return value_; }\n  T value_;\n};\n",
+        "int count(const std::vector<int>& xs) {\n  int n = 0;\n  for (int x : xs) n += x;\n  return n;\n}\n}\n",
+        "  return n;",
+        "namespace store\nint count(const std::vector<int>& xs)",
+    ),
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(SAMPLES))
+def test_definitions_land_whole(suffix: str) -> None:
+    """In every grammar a definition that fits the target is one chunk; split further, its body
+    carries the enclosing signatures."""
+    first, second, third, probe, signature = SAMPLES[suffix]
+    text = first + "\n" + second + "\n" + third
+    target = max(len(first), len(second), len(third)) + 2
+    assert len(text) > target
+    chunks = chunk_file(f"src/sample{suffix}", text, 2000, target)
+    check_chunks(text, chunks, 2000, target)
+    for part in (first, second, third):
+        whole(text, chunks, part.strip("\n"))
+    small = chunk_file(f"src/sample{suffix}", text, 2000, len(third) - 10)
+    check_chunks(text, small, 2000, len(third) - 10)
+    assert whole(text, small, probe).context == signature
+
+
+def test_trouble_falls_back_to_plain_text() -> None:
+    """Text the grammar cannot read, nesting beyond the recursion limit and undecodable bytes are
+    still chunked under the invariants."""
+    garbage = "}}} fn ( {{ ]] <<< >>> ;;\n" * 200
+    check_chunks(garbage, chunk_file("a.rs", garbage, 300), 300)
+    nested = "void f() " + "{ if (x) " * 1500 + "y();" + " }" * 1500 + "\n"
+    chunks = chunk_file("a.c", nested, 200)
+    check_chunks(nested, chunks, 200)
+    lone = 'fn main() {\n    let s = "\udcff\udcfe";\n' + "    x();\n" * 100 + "}\n"
+    check_chunks(lone, chunk_file("a.rs", lone, 200), 200)
+    assert chunk_syntax("bash", "", 100) == chunk_plain("", 100) == []
+
+
+# -- properties ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """Templates of one grammar: blocks (opening line, closing line) and single lines; ``N`` is
+    replaced by a name and ``W`` by words."""
+
+    suffix: str
+    blocks: tuple[tuple[str, str], ...]
+    lines: tuple[str, ...]
+
+
+SYNTAXES = (
+    Syntax(
+        ".rs",
+        (("fn N(x: i32) -> i32 {", "}"), ("impl N {", "}"), ("mod N {", "}"), ("#[test]\nfn N() {", "}")),
+        ('let N = "W";', 'N("W");', "// W", "/// W", "#[derive(Debug)]\nstruct N { a: i32 }"),
+    ),
+    Syntax(
+        ".cu",
+        (
+            ("int N(int x) {", "}"),
+            ("namespace N {", "}"),
+            ("class N {", "};"),
+            ("template <typename T>\n__global__ void N(T* x) {", "}"),
+            ("#ifdef N", "#endif"),
+        ),
+        ('N = "W";', "// W", "/* W */", "N<<<1, 2>>>(x);", "#include <N.h>"),
+    ),
+    Syntax(".c", (("int N(void) {", "}"), ("struct N {", "};"), ("if (N) {", "}")), ('N = "W";', "/* W */", "// W")),
+    Syntax(".go", (("func N(x int) int {", "}"), ("type N struct {", "}"), ("if N {", "}")), ('N := "W"', "// W")),
+    Syntax(
+        ".java",
+        (("class N {", "}"), ("public void N(int x) {", "}"), ("@Override\nint N() {", "}")),
+        ('String N = "W";', "// W", "/** W */"),
+    ),
+    Syntax(
+        ".ts",
+        (("function N(x) {", "}"), ("class N {", "}"), ("const N = (x) => {", "};"), ("interface N {", "}")),
+        ('const N = "W";', "// W", 'N("W");'),
+    ),
+    Syntax(".tsx", (("function N() {", "}"), ("export class N {", "}")), ("return <div>W</div>;", "// W")),
+    Syntax(".js", (("function N(x) {", "}"), ("N(x) {", "}")), ('let N = "W";', "// W")),
+    Syntax(
+        ".kt",
+        (("fun N(x: Int): Int {", "}"), ("class N {", "}"), ("object N {", "}"), ("companion object {", "}")),
+        ('val N = "W"', "// W", 'N("W")'),
+    ),
+    Syntax(".sh", (("N() {", "}"), ('if [ -n "$N" ]; then', "fi"), ("for N in a b; do", "done")), ('N="W"', "# W")),
+)
+
+
+@st.composite
+def code_lines(draw: st.DrawFn, syntax: Syntax, depth: int = 0) -> list[str]:
+    """Lines of a block of code in ``syntax`` (relative indentation)."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 4 if depth else 7))):
+        kind = draw(st.sampled_from(["line", "line", "blank", "block"]))
+        if kind == "blank":
+            lines.append("")
+        elif kind == "line" or depth >= 3:
+            template = draw(st.sampled_from(syntax.lines))
+            lines.extend(template.replace("N", draw(NAMES)).replace("W", draw(WORDS)).split("\n"))
+        else:
+            opening, closing = draw(st.sampled_from(syntax.blocks))
+            lines.extend(opening.replace("N", draw(NAMES)).split("\n"))
+            lines.extend("    " + line if line else "" for line in draw(code_lines(syntax, depth + 1)))
+            lines.append(closing)
+    return lines
+
+
+@st.composite
+def code_sources(draw: st.DrawFn) -> tuple[str, str]:
+    """A file name and generated source in one of :data:`SYNTAXES`: mixed line breaks, an optional
+    BOM, and now and then a line cut short (unbalanced code the parser must recover from)."""
+    syntax = draw(st.sampled_from(SYNTAXES))
+    lines = draw(code_lines(syntax))
+    if lines and draw(st.integers(0, 4)) == 0:
+        index = draw(st.integers(0, len(lines) - 1))
+        lines[index] = lines[index][: draw(st.integers(0, len(lines[index])))]
+    newline = draw(NEWLINES)
+    text = draw(st.sampled_from(["", "\ufeff"])) + newline.join(lines) + draw(st.sampled_from(["", newline]))
+    return f"src/file{syntax.suffix}", text
+
+
+@PROPERTY_SETTINGS
+@given(code_sources())
+def test_property_syntax(source: tuple[str, str]) -> None:
+    """Generated code in every grammar: every chunk inside the file, at most the target, every
+    non-whitespace character covered, for several sizes."""
+    path, text = source
+    check_all_sizes(text, lambda *a: chunk_file(path, *a))
+
+
+@PROPERTY_SETTINGS
+@given(st.sampled_from(sorted(GRAMMAR_OF_SUFFIX)), st.text(alphabet=st.characters(), max_size=300))
+def test_property_syntax_any_text(suffix: str, text: str) -> None:
+    """Arbitrary Unicode (lone surrogates, NUL, CR) through every grammar keeps the invariants."""
+    check_all_sizes(text, lambda *a: chunk_file(f"a{suffix}", *a))
+
+
+# -- the real corpus -------------------------------------------------------------------------
+
+
+def test_corpus_syntax_invariants() -> None:
+    """Every file of vLLM and of fastrag's own Rust core that a grammar reads satisfies the
+    invariants (needs ``make data``); most of them are chunked along their syntax."""
+    if not CORPUS.is_dir():
+        pytest.fail(f"corpus missing at {CORPUS}: run `make data` first")
+    files = []
+    for root in (CORPUS, ROOT / "rust"):
+        for folder, _, names in os.walk(root):
+            for name in names:
+                if os.path.splitext(name)[1].lower() in GRAMMAR_OF_SUFFIX:
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as handle:
+                        files.append((path, handle.read()))
+    assert len(files) > 300
+    structured = 0
+    for path, text in files:
+        chunks = chunk_file(path, text, 2000, 800)
+        check_chunks(text, chunks, 2000, 800)
+        structured += chunks != chunk_plain(text, 2000, 800)
+    assert structured > len(files) // 2
