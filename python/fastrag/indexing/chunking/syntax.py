@@ -1,4 +1,4 @@
-"""Syntax-aware chunker for C, C++ and CUDA, Rust, Go, Java, JavaScript/TypeScript and shell:
+"""Syntax-aware chunker for C, C++ and CUDA, Rust, Go, Java, Kotlin, JavaScript/TypeScript and shell:
 tree-sitter nodes packed up to the target size, the way the Python chunker packs ``ast`` statements.
 
 * The top-level nodes are pieces. Comments and attributes (``#[derive]``, ``[[nodiscard]]``,
