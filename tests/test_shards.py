@@ -179,6 +179,11 @@ def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
     assert "Load a LoRA adapter with `/v1/load_lora_adapter`" in search.out
     both = run_cli("search", "adapter sampling", "--index_dir", "idx", "--repo", "lora", "--repo=beta", cwd=tmp_path)
     assert {path.split("/")[0] for path in ranked_paths(both.out)} == {"lora", "beta"}
+    # a bare --repo (last, or before another flag) or an unknown name: one line naming the shards
+    for args in (["--repo"], ["--repo", "--k", "3"], ["--repo", "nope"]):
+        wrong = run_cli("search", "adapter", "--index_dir", "idx", *args, cwd=tmp_path)
+        assert wrong.code == 2 and len(wrong.err_lines) == 1, wrong.err
+        assert wrong.err_lines[0].startswith("fastrag: error: ") and "(shards: alpha, beta, lora)" in wrong.err
 
     # a repository that disappears keeps its last shard; a second run only checks fingerprints
     (tmp_path / "all" / "lora" / "lora.md").rename(tmp_path / "lora.md")
