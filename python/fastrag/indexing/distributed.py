@@ -3,6 +3,10 @@
 Each repository's shard is one task — chunking and BM25 in the task, written into the shared
 index directory — and the driver writes the catalog (:func:`fastrag.indexing.shards.build_shards`).
 
+A task that dies (worker crash, lost node) is retried by Ray; one that still fails is reported for
+its repository, like a repository that cannot be read. The index directory must be reachable under
+the same path from every node (a local runtime, or a shared file system on a cluster).
+
 With vectors on, a shard build is two tasks around one batched Ray Data stage
 (:func:`run_with_vectors`): a planning task per shard chunks its repository and names the texts its
 embedding cache lacks; one Ray Data stage embeds the texts of all the shards, in batches, on a pool of
@@ -10,9 +14,6 @@ actors that each load the model once; then a finishing task per shard builds its
 indexes from its plan (kept in Ray's object store between the tasks) and those vectors, and publishes
 the shard. A text's vector depends on the text alone (:mod:`fastrag.indexing.embed`), so the shards
 equal those an in-process build makes.
-A task that dies (worker crash, lost node) is retried by Ray; one that still fails is reported for
-its repository, like a repository that cannot be read. The index directory must be reachable under
-the same path from every node (a local runtime, or a shared file system on a cluster).
 """
 
 from __future__ import annotations
