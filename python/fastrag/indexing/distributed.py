@@ -186,7 +186,11 @@ def embed_stage(
 ) -> dict[str, np.ndarray]:
     """The vector of every text of ``texts``, embedded by a Ray Data stage on the connected runtime:
     batches of :data:`EMBED_BATCH` texts, on a pool of actors (one per CPU, at most one per batch),
-    each loading the model of ``files`` once (``cache_dir``: OpenVINO's compiled-model cache)."""
+    each loading the model of ``files`` once (``cache_dir``: OpenVINO's compiled-model cache).
+
+    Ray's core worker logs one line on stderr when the stage starts (``Actor ... has constructor
+    arguments in the object store and max_restarts > 0``, ray-project/ray#53727): Ray Data places every
+    actor's arguments there; the line is Ray's, not an error of the build."""
     import ray
     import ray.data
 
@@ -196,6 +200,7 @@ def embed_stage(
     batches = -(-len(texts) // EMBED_BATCH)
     cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
     actors = max(1, min(batches, int(cpus.get("CPU", 1))))
+
     embedded = ray.data.from_items([{"text": t} for t in texts]).map_batches(
         EmbedBatch,
         fn_constructor_kwargs={"files": files, "max_tokens": max_tokens, "cache_dir": cache_dir},
@@ -203,6 +208,10 @@ def embed_stage(
         batch_format="numpy",
         concurrency=actors,
         num_cpus=1,
+        # a dead actor is restarted and its batch retried, as a dead task is, but not forever (Ray Data's
+        # default): an actor that dies on every start is this stage's error
+        max_restarts=MAX_RETRIES,
+        max_task_retries=MAX_RETRIES,
     )
     return {str(row["text"]): np.asarray(row["vector"], dtype=np.float32) for row in embedded.iter_rows()}
 
