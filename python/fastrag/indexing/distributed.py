@@ -190,7 +190,9 @@ def embed_stage(
 
     Ray's core worker logs one line on stderr when the stage starts (``Actor ... has constructor
     arguments in the object store and max_restarts > 0``, ray-project/ray#53727): Ray Data places every
-    actor's arguments there; the line is Ray's, not an error of the build."""
+    actor's arguments there and restarts a dead actor (retrying its batch), as Ray reruns a dead task;
+    the line is Ray's, not an error of the build. An exception in an actor fails the stage, and every
+    shard with texts to embed reports it."""
     import ray
     import ray.data
 
@@ -208,10 +210,6 @@ def embed_stage(
         batch_format="numpy",
         concurrency=actors,
         num_cpus=1,
-        # a dead actor is restarted and its batch retried, as a dead task is, but not forever (Ray Data's
-        # default): an actor that dies on every start is this stage's error
-        max_restarts=MAX_RETRIES,
-        max_task_retries=MAX_RETRIES,
     )
     return {str(row["text"]): np.asarray(row["vector"], dtype=np.float32) for row in embedded.iter_rows()}
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,6 +49,8 @@ CURRENT_FILE = "CURRENT"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 LOCK_FILE = ".lock"
+#: Serialises the first loads of vector indexes (:attr:`LoadedIndex.vectors`).
+_VECTORS_LOCK = threading.Lock()
 #: The manifest of shards loaded as one index (:func:`fastrag.indexing.catalog.merge_shards`) lists them
 #: under this key, in chunk order: per shard its name, ``display_root``, ``repo_path``, ``generation``
 #: (folder), ``first_chunk`` (its first chunk's id in the merged table), ``chunks`` and ``vectors``.
@@ -199,6 +202,15 @@ class LoadedIndex:
         """
         if not self.has_vectors:
             return None
+        vectors: VectorIndex | ShardedVectors | None = self._lazy.get("vectors")
+        if vectors is None:
+            with _VECTORS_LOCK:  # searches on many threads: one load (numpy's header parsing is not thread-safe)
+                self._load_vectors()
+            vectors = self._lazy["vectors"]
+        return vectors
+
+    def _load_vectors(self) -> None:
+        """Load the vector index into the lazy slot, unless another thread just did (under :data:`_VECTORS_LOCK`)."""
         if "vectors" not in self._lazy:
             shards = self.manifest.get(SHARDS_KEY)
             if isinstance(shards, list):
@@ -212,8 +224,6 @@ class LoadedIndex:
                 self._lazy["vectors"] = ShardedVectors(parts)
             else:
                 self._lazy["vectors"] = load_vectors(self.path, int(self.manifest["vectors"]), len(self.chunks))
-        vectors: VectorIndex | ShardedVectors = self._lazy["vectors"]
-        return vectors
 
 
 def load_vectors(generation: Path, expected: int, chunks: int) -> VectorIndex:
