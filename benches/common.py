@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from fastrag import _core
-from fastrag.indexing.builder import FileRecord, IndexParams, _indexed_texts
+from fastrag.indexing.builder import FileRecord, IndexParams
 from fastrag.indexing.generations import ChunkTable, load_index
+from fastrag.indexing.texts import indexed_texts
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data/raw/vllm-0.10.1"
@@ -57,7 +58,7 @@ def read_corpus(index_dir: Path, with_tokens: bool = True) -> tuple[Corpus, Chun
     index = load_index(index_dir)
     raw = json.loads((index.path / "files.json").read_text())
     records = [FileRecord.from_json(rel, raw[rel]) for rel in sorted(raw)]
-    texts = _indexed_texts(CORPUS, records)[0]
+    texts = indexed_texts(CORPUS, records)[0]
     bm25 = index.bm25
     tok_cfg = {key: getattr(bm25, key) for key in TOKENIZER_SETTINGS if hasattr(bm25, key)}
     if len(texts) != bm25.num_docs:

@@ -4,7 +4,7 @@ Usage: ``.venv/bin/python benches/peers.py [--rank-bm25-timed 50] [--batch 1000]
 
 1. Builds a fastrag index of the vLLM corpus with default :class:`~fastrag.indexing.builder.IndexParams` into a
    temporary folder; its chunk table and the texts fastrag indexes (``rel_path``, context, span: see
-   ``fastrag.indexing.builder._indexed_texts``) are the documents of every engine.
+   ``fastrag.indexing.texts.indexed_texts``) are the documents of every engine.
 2. Tokenizes those texts once with fastrag's tokenizer (the index's settings) and hands the *same* token
    lists to every peer: bm25s (numpy backend, method ``lucene``), rank_bm25 (``BM25Okapi``) and tantivy
    (tokens joined by spaces in a field with the ``whitespace`` tokenizer). fastrag builds from the texts.

@@ -60,10 +60,11 @@ from report import (
 
 from fastrag import _core
 from fastrag.evaluation.datasets import load_dataset
-from fastrag.indexing.builder import FileRecord, _indexed_texts
+from fastrag.indexing.builder import FileRecord
 from fastrag.indexing.corpus import decode, walk
 from fastrag.indexing.generations import current_generation
 from fastrag.indexing.languages import FILE_NAMES
+from fastrag.indexing.texts import indexed_texts
 
 WORK = BENCH_DIR / "scaling"
 SECTION = "## Scaling with corpus size"
@@ -267,7 +268,7 @@ def prepare_inputs(corpus: Path, index_dir: Path, inputs: Path) -> list[int]:
         mine = [r for r in records if r.rel_path.startswith(f"copy{copy}/")]
         if not mine:
             break
-        texts = _indexed_texts(corpus, mine)[0]
+        texts = indexed_texts(corpus, mine)[0]
         tokens = _core.tokenize_batch(texts, **tok_cfg)
         for i, toks in enumerate(tokens):
             if len(toks) != bm25.doc_len(doc + i):

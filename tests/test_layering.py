@@ -49,6 +49,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.records",
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
+            "fastrag.indexing.texts",
             "fastrag.indexing.catalog",
             "fastrag.indexing.builder",
             "fastrag.indexing.shards",

@@ -5,17 +5,23 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
 from fastrag import _core
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.indexing.catalog import CATALOG_FILE, open_index
+from fastrag.indexing.catalog import CATALOG_FILE, open_index, shard_dir
 from fastrag.indexing.shards import Repo, build_shards, read_repos
 from fastrag.retrieval.retriever import Retriever
+
+NO_RAY = importlib.util.find_spec("ray") is None
+NEEDS_RAY = "the ray extra is not installed (`uv sync --extra ray`)"
 
 QUERIES = [
     "How do I load a LoRA adapter at runtime?",
@@ -52,6 +58,11 @@ def write_repos(root: Path) -> Path:
 def results(retriever: Retriever, k: int = 10) -> list[list[tuple[str, int, int, float]]]:
     """Every query's hits as plain tuples."""
     return [[(h.file_path, h.start, h.end, h.score) for h in hits] for hits in retriever.search_many(QUERIES, k)]
+
+
+def ranked_paths(out: str) -> list[str]:
+    """The file paths of ``search``'s ranked lines (``N. path:start-end  score S``), not its snippet lines."""
+    return [line.split()[1].split(":")[0] for line in out.splitlines() if line.split(".")[0].strip().isdigit()]
 
 
 def test_merge_scores_with_global_statistics() -> None:
@@ -162,10 +173,17 @@ def test_cli_failing_repository_is_one_line(tmp_path: Path) -> None:
 
     search = run_cli("search", "load a LoRA adapter", "--index_dir", "idx", "--repo", "lora", cwd=tmp_path)
     assert search.code == 0, search.err
-    hits = [line.split()[1] for line in search.out.splitlines()]
+    hits = ranked_paths(search.out)
     assert hits and all(h.startswith("lora/") for h in hits)
+    # each hit's best line, read through its shard's repository (the search ran in another folder)
+    assert "Load a LoRA adapter with `/v1/load_lora_adapter`" in search.out
     both = run_cli("search", "adapter sampling", "--index_dir", "idx", "--repo", "lora", "--repo=beta", cwd=tmp_path)
-    assert {line.split()[1].split("/")[0] for line in both.out.splitlines()} == {"lora", "beta"}
+    assert {path.split("/")[0] for path in ranked_paths(both.out)} == {"lora", "beta"}
+    # a bare --repo (last, or before another flag) or an unknown name: one line naming the shards
+    for args in (["--repo"], ["--repo", "--k", "3"], ["--repo", "nope"]):
+        wrong = run_cli("search", "adapter", "--index_dir", "idx", *args, cwd=tmp_path)
+        assert wrong.code == 2 and len(wrong.err_lines) == 1, wrong.err
+        assert wrong.err_lines[0].startswith("fastrag: error: ") and "(shards: alpha, beta, lora)" in wrong.err
 
     # a repository that disappears keeps its last shard; a second run only checks fingerprints
     (tmp_path / "all" / "lora" / "lora.md").rename(tmp_path / "lora.md")
@@ -208,9 +226,7 @@ def test_server_searches_every_shard_and_sees_a_new_set(tmp_path: Path) -> None:
     assert after["results"][0]["file_path"] == "beta/zanzibar.md"
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
-)
+@pytest.mark.skipif(NO_RAY, reason=NEEDS_RAY)
 def test_ray_build_equals_in_process(tmp_path: Path) -> None:
     """``index --repos --ray local``: one Ray task per shard, the same index as in-process."""
     write_repos(tmp_path)
@@ -227,11 +243,22 @@ def test_ray_build_equals_in_process(tmp_path: Path) -> None:
     assert {h.file_path.split("/")[0] for hits in lora for h in hits} == {"lora"}
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("ray") is None, reason="the ray extra is not installed (`uv sync --extra ray`)"
-)
-def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path) -> None:
-    from fastrag.indexing.distributed import MAX_RETRIES, run_tasks, start
+@pytest.fixture(scope="module")
+def ray_runtime() -> Iterator[None]:
+    """A local Ray runtime with one CPU in this process, shared by the tests that drive Ray directly."""
+    if NO_RAY:
+        pytest.skip(NEEDS_RAY)
+    from fastrag.indexing.distributed import start
+
+    start(num_cpus=1)  # before this process imports Ray (see `start`)
+    import ray
+
+    yield
+    ray.shutdown()
+
+
+def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path, ray_runtime: None) -> None:
+    from fastrag.indexing.distributed import MAX_RETRIES, run_tasks
     from fastrag.indexing.shards import ShardOutcome, build_shard
 
     write_repos(tmp_path)
@@ -244,15 +271,45 @@ def test_ray_retries_a_dying_task_then_reports_its_repository(tmp_path: Path) ->
             os._exit(1)
         return build_shard(repo, index_dir, params)
 
-    start(num_cpus=1)  # before this process imports Ray (see `start`)
-    import ray
-
-    try:
-        repos = [Repo(n, tmp_path / "all" / n) for n in REPOS]
-        outcomes = run_tasks(repos, tmp_path / "idx", IndexParams(), build)
-    finally:
-        ray.shutdown()
+    repos = [Repo(n, tmp_path / "all" / n) for n in REPOS]
+    outcomes = run_tasks(repos, tmp_path / "idx", IndexParams(), build)
     errors = {o.name: o.error for o in outcomes}
     assert errors["alpha"] is None and errors["lora"] is None
     assert errors["beta"] is not None and errors["beta"].startswith("the build task failed")
     assert attempts.read_text() == "x" * (1 + MAX_RETRIES)
+
+
+def test_ray_data_embeds_the_vectors_of_every_shard(
+    tmp_path: Path, ray_runtime: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With vectors on, one Ray Data stage embeds the texts of all the shards: the shards equal those
+    built in-process, vector for vector, and an unchanged set embeds nothing."""
+    from fastrag.indexing import distributed
+    from fastrag.indexing.vectors import CACHE_FILE, ShardedVectors
+
+    write_repos(tmp_path)
+    repos = read_repos(tmp_path / "repos.txt")
+    docs = IndexParams(embed="docs")
+    build_shards(repos, tmp_path / "plain", docs)
+    calls: list[int] = []
+    stage = distributed.embed_stage
+
+    def counted(texts: list[str], *args: Any) -> dict[str, np.ndarray]:
+        calls.append(len(texts))
+        return stage(texts, *args)
+
+    monkeypatch.setattr(distributed, "embed_stage", counted)
+    outcomes = build_shards(repos, tmp_path / "ray", docs, distributed.run_with_vectors)
+    errors = {o.name: o.error for o in outcomes}
+    assert (errors.pop("missing") or "").startswith("repository path") and not any(errors.values())
+    ray_index, plain = Retriever.open(tmp_path / "ray"), Retriever.open(tmp_path / "plain")
+    mine, theirs = ray_index.index.vectors, plain.index.vectors
+    assert isinstance(mine, ShardedVectors) and isinstance(theirs, ShardedVectors) and len(mine.parts) == 3
+    assert calls == [len(mine)]  # one stage, every text (no two alike here)
+    for (base, a), (other, b) in zip(mine.parts, theirs.parts):
+        assert base == other and np.array_equal(a.chunk_ids, b.chunk_ids) and np.array_equal(a._floats, b._floats)
+    assert all((shard_dir(tmp_path / "ray", r.name) / CACHE_FILE).exists() for r in repos if r.name != "missing")
+    for mode in ("hybrid", "vector"):
+        assert ray_index.search_many(QUERIES, 10, mode) == plain.search_many(QUERIES, 10, mode)
+    again = build_shards(repos, tmp_path / "ray", docs, distributed.run_with_vectors)
+    assert calls == calls[:1] and all(o.up_to_date for o in again if o.error is None)

@@ -373,7 +373,7 @@ def test_index_embeds_the_docs(embedder: Embedder, tmp_path: Path) -> None:
 
 def snapshot(index_dir: Path, embedder: Embedder) -> tuple[list[int], np.ndarray, list[list[tuple[int, float]]]]:
     index = load_index(index_dir)
-    assert index.vectors is not None
+    assert isinstance(index.vectors, VectorIndex)
     queries = embedder.embed_queries(["speculative decoding draft model", "install with pip", "unload adapter"])
     vec = index.vectors
     return vec.chunk_ids.tolist(), vec._floats, vec.search(queries, 5, min_score=-1)

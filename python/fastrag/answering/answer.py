@@ -210,12 +210,12 @@ def answer(
     spans: list[MinimalSource] = []
     reader = SpanReader()
     if k > 0:
-        from fastrag.indexing.sources import SourceRoot
+        from fastrag.indexing.sources import Sources
         from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
         retriever = Retriever.open(index_dir)
         spans = hits_to_sources(retriever.search(question, k))
-        reader = SpanReader(SourceRoot.of(retriever.index.manifest).locate)  # any working directory
+        reader = SpanReader(Sources.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
         generator = load_generator(_chosen(model, on_note).spec)

@@ -168,7 +168,7 @@ class SpanReader:
     """Reads span texts, each file once (:func:`~fastrag.indexing.corpus.read_text`).
 
     ``locate`` says where the file a result names is (default: the path as written, relative to the
-    working directory; :meth:`fastrag.indexing.sources.SourceRoot.locate` resolves it through the index).
+    working directory; :meth:`fastrag.indexing.sources.Sources.locate` resolves it through the index).
     """
 
     def __init__(self, locate: Callable[[str], Path] = Path) -> None:

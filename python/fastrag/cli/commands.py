@@ -108,16 +108,17 @@ class Commands:
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
         chosen = SearchFilter.parse(globs(path), lang)
-        retriever = Retriever.open(path_arg("index_dir", index_dir), repos=repo_names(repo))
+        where = path_arg("index_dir", index_dir)
+        retriever = Retriever.open(where, repos=repo_names(repo, where))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
             status("no match")
             return
         from fastrag.indexing.corpus import read_text
-        from fastrag.indexing.sources import SourceRoot
+        from fastrag.indexing.sources import Sources
         from fastrag.retrieval.snippets import best_line
 
-        locate = SourceRoot.of(retriever.index.manifest).locate  # any working directory
+        locate = Sources.of(retriever.index.manifest).locate  # any working directory
         texts: dict[str, str] = {}
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
@@ -167,7 +168,7 @@ class Commands:
             progress=True,
             mode=mode_arg(mode),
             search_filter=SearchFilter.parse(globs(path), lang),
-            repos=repo_names(repo),
+            repos=repo_names(repo, path_arg("index_dir", index_dir)),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fire.decorators import SetParseFn
@@ -28,13 +29,16 @@ def status(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def repo_names(value: Any) -> tuple[str, ...]:
-    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated)."""
+def repo_names(value: Any, index_dir: Path) -> tuple[str, ...]:
+    """``--repo`` as shard names: absent, or one or more (the flag repeated, or comma-separated); a bare
+    ``--repo`` or an empty name is an error naming the shards of ``index_dir``."""
     if value is None:
         return ()
     names = [n.strip() for n in str(value).replace(REPEATED_SEP, ",").split(",")]
     if isinstance(value, bool) or not all(names):
-        raise UsageError(f"--repo needs shard names, got {value!r}")
+        from fastrag.indexing.catalog import shard_names
+
+        raise UsageError(f"--repo needs a shard name ({shard_names(index_dir)})")
     return tuple(names)
 
 
@@ -65,7 +69,9 @@ REPEATED_SEP = "\n"
 def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> list[str]:
     """``argv`` with every repeated ``--flag value`` (or ``--flag=value``) merged into the first one.
 
-    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``.
+    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``. A
+    bare flag (last, or followed by another ``--flag``) gets the empty value, which its check refuses
+    (Fire would pass the text ``True``).
     """
     out: list[str] = []
     where: dict[str, int] = {}
@@ -73,9 +79,10 @@ def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> l
     while i < len(argv):
         arg = argv[i]
         flag, eq, inline = arg.partition("=")
-        if flag in flags and (eq or i + 1 < len(argv)):
-            value = inline if eq else argv[i + 1]
-            i += 1 if eq else 2
+        if flag in flags:
+            bare = not eq and (i + 1 == len(argv) or argv[i + 1].startswith("--"))
+            value = inline if eq or bare else argv[i + 1]
+            i += 1 if eq or bare else 2
             if flag in where:
                 out[where[flag]] += REPEATED_SEP + value
             else:

@@ -11,6 +11,10 @@ file (default: Markdown/reST) are embedded as "file path, heading path, span" cu
 cached by a digest of (model, token budget, embedded text) in ``<index_dir>/embeddings.npz``,
 outside the generations, so an unchanged chunk is never embedded twice, whatever else changed;
 the model is not even loaded when every vector is cached.
+
+A build is two steps, :func:`plan_index` (walk, fingerprints, chunking) and :func:`finish_index`
+(lexical indexes, vectors, publication), so that a distributed build can embed the texts every
+shard is missing in one batched stage between them (:mod:`fastrag.indexing.distributed`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from fastrag import _core
-from fastrag.config import HEADING_BODY_SIZE, TABLE_WINDOW_SIZE
+from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
@@ -47,9 +51,12 @@ from fastrag.indexing.records import (
     EmbedSpec,
     FileRecord,
     IndexParams,
+    IndexPlan,
     IndexReport,
 )
+from fastrag.indexing.sources import display_path
 from fastrag.indexing.storage import write_json_atomic
+from fastrag.indexing.texts import indexed_texts
 from fastrag.indexing.workers import worker_pool
 
 __all__ = [
@@ -59,15 +66,19 @@ __all__ = [
     "EmbedSpec",
     "FileRecord",
     "IndexParams",
+    "IndexPlan",
     "IndexReport",
     "build_index",
     "display_prefix",
+    "finish_index",
+    "missing_texts",
+    "plan_index",
     "primary_chunks",
     "vector_inputs",
 ]
 
 if TYPE_CHECKING:
-    from fastrag.indexing.embed import Embedder
+    from fastrag.indexing.embed import ModelFiles, TextEmbedder
     from fastrag.indexing.vectors import VectorIndex
 
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
@@ -86,7 +97,7 @@ def build_index(
     progress: bool = True,
     workers: int | None = None,
     models_dir: Path | None = None,
-    embedder: Embedder | None = None,
+    embedder: TextEmbedder | None = None,
     text_prefix: str = "",
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
@@ -98,8 +109,34 @@ def build_index(
     ``text_prefix``: a folder prepended to each file's relative path in the text BM25 indexes (a
     shard's repository name, so that its chunks index as in one index over all the repositories).
     """
+    plan = plan_index(
+        repo_path,
+        index_dir,
+        params,
+        display_root=display_root,
+        progress=progress,
+        workers=workers,
+        text_prefix=text_prefix,
+    )
+    return finish_index(plan, models_dir=models_dir, embedder=embedder, progress=progress)
+
+
+def plan_index(
+    repo_path: Path,
+    index_dir: Path,
+    params: IndexParams | None = None,
+    *,
+    display_root: str | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+    text_prefix: str = "",
+) -> IndexPlan:
+    """The first step of :func:`build_index` (same arguments): walk ``repo_path``, chunk what changed.
+
+    When nothing changed, the plan's report says ``up_to_date`` and :func:`finish_index` publishes nothing.
+    """
     params = params or IndexParams()
-    spec = params.embed_spec()
+    params.embed_spec()  # an unknown --vectors mode fails before any work
     started = time.perf_counter()
     if not repo_path.is_dir():
         what = "does not exist" if not repo_path.exists() else "is not a directory"
@@ -146,11 +183,23 @@ def build_index(
     if chunked == 0 and removed == 0 and fingerprints_same:
         report.up_to_date = True
         report.path = current_generation(index_dir)
-        report.seconds = time.perf_counter() - started
-        return report
-
     ordered = [records[k] for k in sorted(records)]
-    docs, heading_docs = _indexed_texts(repo_path, ordered, text_prefix, params.heading_body)
+    report.seconds = time.perf_counter() - started
+    return IndexPlan(repo_path, index_dir, params, root, text_prefix, ordered, report)
+
+
+def finish_index(
+    plan: IndexPlan, *, models_dir: Path | None = None, embedder: TextEmbedder | None = None, progress: bool = True
+) -> IndexReport:
+    """The second step of :func:`build_index`: BM25, vectors (``embedder`` if given, else the model of
+    ``models_dir``, loaded only if some vector is not cached), then publish the new generation."""
+    report = plan.report
+    if report.up_to_date:
+        return report
+    started = time.perf_counter()
+    repo_path, index_dir, params, root, ordered = plan.repo_path, plan.index_dir, plan.params, plan.root, plan.records
+    spec = params.embed_spec()
+    docs, heading_docs = indexed_texts(repo_path, ordered, plan.text_prefix, params.heading_body)
     bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
     headings = _core.Bm25Index.build(
         heading_docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem
@@ -159,7 +208,7 @@ def build_index(
     embed_model = ""
     if spec is not None:
         embed_started = time.perf_counter()
-        chunk_ids, texts = vector_inputs(repo_path, ordered, spec)
+        chunk_ids, texts = vector_inputs(repo_path, ordered, spec, plan.text_prefix)
         vectors, report.embedded, embed_model = _embed_cached(
             index_dir, chunk_ids, texts, params.embed_tokens, models_dir, embedder, progress
         )
@@ -171,8 +220,23 @@ def build_index(
             staging, ordered, bm25, headings, params, root, repo_path, vectors, embed_model
         ),
     )
-    report.seconds = time.perf_counter() - started
+    report.seconds += time.perf_counter() - started
     return report
+
+
+def missing_texts(plan: IndexPlan, files: ModelFiles) -> list[str]:
+    """The texts ``plan`` embeds (distinct, first-seen order) that its index's embedding cache lacks for
+    the model of ``files``: what :func:`finish_index` would embed. Empty when it publishes nothing."""
+    from fastrag.indexing.embed import model_fingerprint
+    from fastrag.indexing.vectors import CACHE_FILE, EmbeddingCache, text_key
+
+    spec = plan.params.embed_spec()
+    if spec is None or plan.report.up_to_date:
+        return []
+    _, texts = vector_inputs(plan.repo_path, plan.records, spec, plan.text_prefix)
+    cache = EmbeddingCache.load(plan.index_dir / CACHE_FILE, model_fingerprint(files))
+    by_key = {text_key(t, plan.params.embed_tokens): t for t in texts}
+    return [by_key[k] for k in cache.missing(by_key)]
 
 
 def display_prefix(repo_path: Path) -> str:
@@ -230,33 +294,6 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
 
 
-def _indexed_texts(
-    repo_path: Path, records: Iterable[FileRecord], prefix: str = "", heading_body: int = HEADING_BODY_SIZE
-) -> tuple[list[str], list[str]]:
-    """The texts BM25 indexes for every chunk and for every heading line: relative path (below
-    ``prefix``, if any), context, then the span itself (for a heading line, with the start of its
-    section: ``heading_body`` characters at most, :func:`_with_body`)."""
-    docs: list[str] = []
-    heading_docs: list[str] = []
-    for record in records:
-        text = read_indexed_text(repo_path / record.rel_path, record.digest)
-        shown = f"{prefix}/{record.rel_path}" if prefix else record.rel_path
-        docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
-        with_body = _with_body(record.headings, heading_body)
-        heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in with_body)
-    return docs, heading_docs
-
-
-def _with_body(headings: list[Chunk], size: int) -> Iterator[tuple[Chunk, int]]:
-    """Each heading line (sorted by start) with the end of what is indexed for it: the line and
-    then its section's text up to the next heading or anchor line, at most ``size`` characters
-    after the line. A question that asks which page or section covers something names what the
-    section says, not only its title (benches/RESULTS.md, "Cross-validation")."""
-    for n, line in enumerate(headings):
-        following = headings[n + 1].start if n + 1 < len(headings) else line.end + size
-        yield line, max(line.end, min(following, line.end + size))
-
-
 def primary_chunks(chunks: list[Chunk]) -> list[int]:
     """Indices of a file's primary chunks: the non-overlapping cover, without the bridges and
     the Markdown layers.
@@ -275,8 +312,11 @@ def primary_chunks(chunks: list[Chunk]) -> list[int]:
     return kept
 
 
-def vector_inputs(repo_path: Path, records: Iterable[FileRecord], spec: EmbedSpec) -> tuple[list[int], list[str]]:
-    """The chunk ids (positions in the chunk table) that ``spec`` embeds, and the text of each."""
+def vector_inputs(
+    repo_path: Path, records: Iterable[FileRecord], spec: EmbedSpec, prefix: str = ""
+) -> tuple[list[int], list[str]]:
+    """The chunk ids (positions in the chunk table) that ``spec`` embeds, and the text of each (whose
+    path, when ``spec`` embeds it, is below ``prefix`` as in the BM25 texts)."""
     ids: list[int] = []
     texts: list[str] = []
     base = 0
@@ -286,7 +326,7 @@ def vector_inputs(repo_path: Path, records: Iterable[FileRecord], spec: EmbedSpe
             chosen = range(len(record.chunks)) if spec.bridges else primary_chunks(record.chunks)
             for i in chosen:
                 c = record.chunks[i]
-                head = f"{record.rel_path}\n" if spec.path else ""
+                head = f"{display_path(prefix, record.rel_path)}\n" if spec.path else ""
                 context = f"{c.context}\n" if c.context else ""
                 ids.append(base + i)
                 texts.append(f"{head}{context}{text[c.start : c.end]}")
@@ -300,7 +340,7 @@ def _embed_cached(
     texts: list[str],
     max_tokens: int,
     models_dir: Path | None,
-    embedder: Embedder | None,
+    embedder: TextEmbedder | None,
     progress: bool,
 ) -> tuple[VectorIndex, int, str]:
     """The vector index of ``texts``, embedding only those not in the cache; the count embedded; the model id."""
@@ -345,7 +385,7 @@ def _write_generation(
     if vectors is not None:
         vectors.save(staging)
     table: dict[str, list[Any]] = {
-        "paths": [f"{root}/{r.rel_path}" if root else r.rel_path for r in records],
+        "paths": [display_path(root, r.rel_path) for r in records],
         "file": [i for i, r in enumerate(records) for _ in r.chunks],
         "start": [c.start for r in records for c in r.chunks],
         "end": [c.end for r in records for c in r.chunks],

@@ -21,7 +21,14 @@ from typing import Any
 
 from fastrag import _core
 from fastrag.errors import UsageError, UserError
-from fastrag.indexing.generations import ChunkTable, HeadingTable, LoadedIndex, current_generation, load_index
+from fastrag.indexing.generations import (
+    SHARDS_KEY,
+    ChunkTable,
+    HeadingTable,
+    LoadedIndex,
+    current_generation,
+    load_index,
+)
 
 CATALOG_FILE = "shards.json"
 SHARDS_DIR = "shards"
@@ -62,6 +69,17 @@ def live_name(index_dir: Path) -> str | None:
     return _set_name(f"{s['name']}:{s.get('generation')}" for s in catalog)
 
 
+def shard_names(index_dir: Path) -> str:
+    """What ``--repo`` may name in ``index_dir``, for an error message: ``shards: a, b`` (or why none)."""
+    try:
+        catalog = read_catalog(index_dir)
+    except UserError as exc:
+        return str(exc)
+    if catalog is None:
+        return f"{index_dir} holds no shards: --repo needs an index built with --repos"
+    return f"shards: {', '.join(s['name'] for s in catalog)}"
+
+
 def _set_name(members: Iterable[str]) -> str:
     return "shards-" + hashlib.sha256("\n".join(members).encode()).hexdigest()[:16]
 
@@ -77,7 +95,7 @@ def open_index(index_dir: Path, repos: Sequence[str] = ()) -> LoadedIndex:
     known = [s["name"] for s in catalog]
     unknown = sorted(set(repos) - set(known))
     if unknown:
-        raise UsageError(f"no shard named {', '.join(unknown)} in {index_dir} (shards: {', '.join(known)})")
+        raise UsageError(f"no shard named {', '.join(unknown)} in {index_dir} ({shard_names(index_dir)})")
     chosen = [s for s in catalog if not repos or s["name"] in repos]
     return merge_shards(index_dir, [(s["name"], load_index(index_dir / s["dir"])) for s in chosen])
 
@@ -88,11 +106,16 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
     The shards' heading lines are merged the same way (their own BM25, file ids offset like the
     chunks'), so questions asking where something is documented work on shards too.
     Its ``path`` is ``index_dir/shards-<digest>``, named after the shards' generations (as
-    :func:`live_name`); no folder holds it. Lexical only: the merged index has no vectors (a
-    shard's vectors are not merged).
+    :func:`live_name`); no folder holds it. Its manifest lists the shards (:data:`SHARDS_KEY`): where
+    each shard's files are (:class:`fastrag.indexing.sources.Sources`) and its vectors, searched as one
+    (:class:`fastrag.indexing.vectors.ShardedVectors`, loaded on first use). The shards' vectors must
+    come from one model.
     """
     if not shards:
         raise UserError(f"no shard in {index_dir}: re-run `index --repos`")
+    models = {s.embed_model for _, s in shards if s.has_vectors}
+    if len(models) > 1:
+        raise UserError(f"the shards of {index_dir} hold vectors of different models: re-run `index --repos`")
     try:
         bm25 = _core.Bm25Index.merge([s.bm25 for _, s in shards])
         heading_bm25 = _core.Bm25Index.merge([s.headings.bm25 for _, s in shards])
@@ -105,8 +128,20 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
     heading_file: list[int] = []
     heading_start: list[int] = []
     heading_end: list[int] = []
-    for _, shard in shards:
+    listed: list[dict[str, Any]] = []
+    for name, shard in shards:
         base = len(paths)
+        listed.append(
+            {
+                "name": name,
+                "display_root": shard.manifest.get("display_root"),
+                "repo_path": shard.manifest.get("repo_path"),
+                "generation": str(shard.path),
+                "first_chunk": len(start),
+                "chunks": len(shard.chunks),
+                "vectors": int(shard.manifest.get("vectors") or 0),
+            }
+        )
         paths.extend(shard.chunks.paths)
         file.extend(f + base for f in shard.chunks.file)
         start.extend(shard.chunks.start)
@@ -116,9 +151,9 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
         heading_end.extend(shard.headings.end)
     manifest: dict[str, Any] = {
         "format_version": shards[0][1].manifest.get("format_version"),
-        "shards": [name for name, _ in shards],
-        "generations": [s.path.name for _, s in shards],
-        "vectors": 0,
+        SHARDS_KEY: listed,
+        "vectors": sum(s["vectors"] for s in listed),
+        "embed_model": next(iter(models), ""),
     }
     name = _set_name(f"{n}:{s.path.name}" for n, s in shards)
     headings = HeadingTable(heading_file, heading_start, heading_end, heading_bm25)

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm import tqdm
@@ -101,6 +101,20 @@ class ModelFiles:
     model: Path
     tokenizer: Path
     source: str
+
+
+class TextEmbedder(Protocol):
+    """What an index build embeds texts with: an :class:`Embedder`, or vectors computed elsewhere (the
+    batched stage of a distributed build) for the model of :attr:`files`."""
+
+    @property
+    def files(self) -> ModelFiles:
+        """The model's files (their :func:`model_fingerprint` keys the embedding cache)."""
+        ...
+
+    def embed(self, texts: Sequence[str], max_tokens: int = ..., progress: bool = False) -> np.ndarray:
+        """``(len(texts), 384)`` unit vectors, a text's vector depending on it and ``max_tokens`` alone."""
+        ...
 
 
 # --------------------------------------------------------------------------- resolution

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from fastrag.faults import pause_point
 from fastrag.indexing.storage import fsync_dir, write_bytes_atomic
 
 if TYPE_CHECKING:
-    from fastrag.indexing.vectors import VectorIndex
+    from fastrag.indexing.vectors import ShardedVectors, VectorIndex
 
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
 FORMAT_VERSION = 2
@@ -48,6 +49,12 @@ CURRENT_FILE = "CURRENT"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 LOCK_FILE = ".lock"
+#: Serialises the first loads of vector indexes (:attr:`LoadedIndex.vectors`).
+_VECTORS_LOCK = threading.Lock()
+#: The manifest of shards loaded as one index (:func:`fastrag.indexing.catalog.merge_shards`) lists them
+#: under this key, in chunk order: per shard its name, ``display_root``, ``repo_path``, ``generation``
+#: (folder), ``first_chunk`` (its first chunk's id in the merged table), ``chunks`` and ``vectors``.
+SHARDS_KEY = "shards"
 
 
 def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
@@ -187,24 +194,47 @@ class LoadedIndex:
         return str(self.manifest.get("embed_model") or "")
 
     @property
-    def vectors(self) -> VectorIndex | None:
-        """The generation's vector index (loaded once, on first use), or ``None`` when it has none.
+    def vectors(self) -> VectorIndex | ShardedVectors | None:
+        """The vector index (loaded once, on first use), or ``None`` when there is none; of shards loaded
+        as one, every shard's vectors searched as one (:class:`~fastrag.indexing.vectors.ShardedVectors`).
 
         Raises :class:`UserError` when the manifest announces vectors that are missing or damaged.
         """
         if not self.has_vectors:
             return None
-        if "vectors" not in self._lazy:
-            from fastrag.indexing.vectors import VectorIndex
-
-            index = VectorIndex.load(self.path)
-            if len(index) != int(self.manifest["vectors"]) or (
-                len(index) and int(index.chunk_ids.max()) >= len(self.chunks)
-            ):
-                raise UserError(f"the vector index in {self.path} does not match its chunk table: rebuild the index")
-            self._lazy["vectors"] = index
-        vectors: VectorIndex = self._lazy["vectors"]
+        vectors: VectorIndex | ShardedVectors | None = self._lazy.get("vectors")
+        if vectors is None:
+            with _VECTORS_LOCK:  # searches on many threads: one load (numpy's header parsing is not thread-safe)
+                self._load_vectors()
+            vectors = self._lazy["vectors"]
         return vectors
+
+    def _load_vectors(self) -> None:
+        """Load the vector index into the lazy slot, unless another thread just did (under :data:`_VECTORS_LOCK`)."""
+        if "vectors" not in self._lazy:
+            shards = self.manifest.get(SHARDS_KEY)
+            if isinstance(shards, list):
+                from fastrag.indexing.vectors import ShardedVectors
+
+                parts = [
+                    (int(s["first_chunk"]), load_vectors(Path(s["generation"]), int(s["vectors"]), int(s["chunks"])))
+                    for s in shards
+                    if int(s.get("vectors") or 0) > 0
+                ]
+                self._lazy["vectors"] = ShardedVectors(parts)
+            else:
+                self._lazy["vectors"] = load_vectors(self.path, int(self.manifest["vectors"]), len(self.chunks))
+
+
+def load_vectors(generation: Path, expected: int, chunks: int) -> VectorIndex:
+    """The vector index of ``generation``: ``expected`` vectors of chunk ids below ``chunks``; else a
+    :class:`UserError`."""
+    from fastrag.indexing.vectors import VectorIndex
+
+    index = VectorIndex.load(generation)
+    if len(index) != expected or (len(index) and int(index.chunk_ids.max()) >= chunks):
+        raise UserError(f"the vector index in {generation} does not match its chunk table: rebuild the index")
+    return index
 
 
 def load_index(index_dir: Path) -> LoadedIndex:

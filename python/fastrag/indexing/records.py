@@ -1,6 +1,6 @@
 """The builder's records: what an index is asked to be (:class:`IndexParams`, :class:`EmbedSpec`),
-what it keeps of every file (:class:`FileRecord`, the cache of incremental indexing) and what a run
-did (:class:`IndexReport`)."""
+what it keeps of every file (:class:`FileRecord`, the cache of incremental indexing), what a run
+did (:class:`IndexReport`) and a build between its two steps (:class:`IndexPlan`)."""
 
 from __future__ import annotations
 
@@ -132,3 +132,18 @@ class IndexReport:
     vectors: int = 0
     embedded: int = 0
     embed_seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class IndexPlan:
+    """A build between :func:`~fastrag.indexing.builder.plan_index` and
+    :func:`~fastrag.indexing.builder.finish_index`: every file's chunks, in path order (plain data: it
+    may travel to another process)."""
+
+    repo_path: Path
+    index_dir: Path
+    params: IndexParams
+    root: str
+    text_prefix: str
+    records: list[FileRecord]
+    report: IndexReport

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UsageError, UserError
-from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.indexing.builder import IndexParams, IndexPlan, IndexReport, finish_index, plan_index
 from fastrag.indexing.catalog import CATALOG_FILE, CATALOG_VERSION, SHARDS_DIR, shard_dir
 from fastrag.indexing.generations import CURRENT_FILE, current_generation
 from fastrag.indexing.storage import write_json_atomic
@@ -90,18 +90,29 @@ def build_shard(repo: Repo, index_dir: Path, params: IndexParams, workers: int |
     unit of parallelism; ``None``: the builder's pool, as a lone in-process build uses).
     """
     try:
-        report = build_index(
-            repo.path,
-            shard_dir(index_dir, repo.name),
-            params,
-            display_root=repo.name,
-            progress=False,
-            workers=workers,
-            text_prefix=repo.name,
-        )
+        report = finish_index(plan_shard(repo, index_dir, params, workers), progress=False)
     except UserError as exc:
         return ShardOutcome(repo.name, error=str(exc))
-    return ShardOutcome(repo.name, None, report.files, report.chunks, report.up_to_date, report.seconds)
+    return outcome_of(repo.name, report)
+
+
+def outcome_of(name: str, report: IndexReport) -> ShardOutcome:
+    """The outcome of the build of shard ``name`` that ``report`` describes."""
+    return ShardOutcome(name, None, report.files, report.chunks, report.up_to_date, report.seconds)
+
+
+def plan_shard(repo: Repo, index_dir: Path, params: IndexParams, workers: int | None = 1) -> IndexPlan:
+    """The first step of :func:`build_shard` (:func:`~fastrag.indexing.builder.plan_index`), for a build
+    that embeds between its steps; raises :class:`UserError`."""
+    return plan_index(
+        repo.path,
+        shard_dir(index_dir, repo.name),
+        params,
+        display_root=repo.name,
+        progress=False,
+        workers=workers,
+        text_prefix=repo.name,
+    )
 
 
 def build_in_process(repos: Sequence[Repo], index_dir: Path, params: IndexParams) -> list[ShardOutcome]:

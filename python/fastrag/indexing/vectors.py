@@ -165,9 +165,15 @@ class VectorIndex:
             return out
         if allowed is not None:
             return self._search_allowed(q, live, k, min_score, allowed, out)
-        depth = min(len(self), k * RESCORE_DEPTH)
-        found = self._index.search(quantize(q[live]), depth, exact=True)
-        keys = np.asarray(found.keys, dtype=np.int64).reshape(len(live), -1)
+        keys, _, scores = self.candidates(q[live], min(len(self), k * RESCORE_DEPTH))
+        return _best(out, live, keys, scores, k, min_score)
+
+    def candidates(self, queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``depth`` nearest chunks of every (non-zero) query row by int8 distance: their chunk ids,
+        int8 distances (``inf`` past a row's matches) and float cosines (``-inf`` there), nearest first."""
+        found = self._index.search(quantize(queries), depth, exact=True)
+        keys = np.asarray(found.keys, dtype=np.int64).reshape(len(queries), -1)
+        distances = np.asarray(found.distances, dtype=np.float64).reshape(len(queries), -1)
         if hasattr(found, "counts"):  # BatchMatches; a single query gives Matches, already cut to its count
             counts = np.asarray(found.counts).reshape(-1)
         else:
@@ -175,14 +181,8 @@ class VectorIndex:
         valid = np.arange(keys.shape[1])[None, :] < counts[:, None]
         rows = np.searchsorted(self._sorted_ids, np.where(valid, keys, self._sorted_ids[0]))
         rows = self._sorted_rows[np.minimum(rows, len(self) - 1)]
-        scores = np.where(valid, self._rescore(q[live], rows), -np.inf)
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_keys = np.take_along_axis(keys, order, axis=1).tolist()
-        best_scores = np.take_along_axis(scores, order, axis=1).tolist()
-        best_valid = np.take_along_axis(valid, order, axis=1).tolist()
-        for qi, ks, ss, vs in zip(live.tolist(), best_keys, best_scores, best_valid):
-            out[qi] = [(c, s) for c, s, v in zip(ks, ss, vs) if v and s >= min_score]
-        return out
+        scores = np.where(valid, self._rescore(queries, rows), -np.inf)
+        return np.where(valid, keys, -1), np.where(valid, distances, np.inf), scores
 
     def _search_allowed(
         self,
@@ -218,6 +218,73 @@ class VectorIndex:
             for lo in range(0, len(queries), 32)
         ]
         return np.concatenate(parts)
+
+
+def _best(
+    out: list[list[tuple[int, float]]],
+    live: np.ndarray,
+    keys: np.ndarray,
+    scores: np.ndarray,
+    k: int,
+    min_score: float,
+) -> list[list[tuple[int, float]]]:
+    """Fill ``out`` (rows ``live``) with each row's ``k`` best candidates by float cosine (``-inf``: none)
+    of at least ``min_score``; among equal cosines the nearer int8 candidate first."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    best_keys = np.take_along_axis(keys, order, axis=1).tolist()
+    best_scores = np.take_along_axis(scores, order, axis=1).tolist()
+    for qi, ks, ss in zip(live.tolist(), best_keys, best_scores):
+        out[qi] = [(c, s) for c, s in zip(ks, ss) if s != -np.inf and s >= min_score]
+    return out
+
+
+class ShardedVectors:
+    """The vector indexes of several shards searched as one over their merged chunk table.
+
+    ``parts``: each shard's first chunk id in the merged table and its :class:`VectorIndex`. A search
+    ranks as :meth:`VectorIndex.search` over all the vectors at once: the int8 candidates are the nearest
+    of every shard's by int8 distance (the same kernel on the same vectors: the same distances), re-scored
+    with the float vectors; with a chunk mask, every allowed vector's exact cosine.
+    """
+
+    def __init__(self, parts: Sequence[tuple[int, VectorIndex]]) -> None:
+        self.parts = list(parts)
+
+    def __len__(self) -> int:
+        return sum(len(v) for _, v in self.parts)
+
+    def search(
+        self, queries: np.ndarray, k: int, min_score: float = MIN_COSINE, allowed: bytes | None = None
+    ) -> list[list[tuple[int, float]]]:
+        """As :meth:`VectorIndex.search`, with chunk ids of the merged table."""
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        if q.shape[1] != DIM:
+            raise ValueError(f"queries must have width {DIM}, got {q.shape}")
+        out: list[list[tuple[int, float]]] = [[] for _ in range(len(q))]
+        live = np.flatnonzero(np.linalg.norm(q, axis=1) > 0)
+        parts = [(base, v) for base, v in self.parts if len(v)]
+        if k <= 0 or not parts or not len(live):
+            return out
+        if allowed is not None:
+            mask = np.frombuffer(allowed, dtype=np.uint8)
+            found = [
+                v.search(q, k, min_score, mask[base : base + int(v.chunk_ids.max()) + 1].tobytes()) for base, v in parts
+            ]
+            for qi in live.tolist():
+                hits = [(cid + base, s) for (base, _), rows in zip(parts, found) for cid, s in rows[qi]]
+                out[qi] = sorted(hits, key=lambda h: (-h[1], h[0]))[:k]
+            return out
+        depth = min(len(self), k * RESCORE_DEPTH)
+        keys, distances, scores = [], [], []
+        for base, v in parts:
+            part_keys, part_distances, part_scores = v.candidates(q[live], min(len(v), depth))
+            keys.append(np.where(part_keys >= 0, part_keys + base, -1))
+            distances.append(part_distances)
+            scores.append(part_scores)
+        nearest = np.argsort(np.concatenate(distances, axis=1), axis=1, kind="stable")[:, :depth]
+        all_keys = np.take_along_axis(np.concatenate(keys, axis=1), nearest, axis=1)
+        all_scores = np.take_along_axis(np.concatenate(scores, axis=1), nearest, axis=1)
+        return _best(out, live, all_keys, all_scores, k, min_score)
 
 
 # --------------------------------------------------------------------------- embedding cache

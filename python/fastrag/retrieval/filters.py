@@ -28,7 +28,7 @@ import numpy as np
 from fastrag.errors import UsageError
 from fastrag.indexing.generations import LoadedIndex
 from fastrag.indexing.languages import Language, is_language, language_arg
-from fastrag.indexing.sources import SourceRoot
+from fastrag.indexing.sources import Sources
 
 #: Globs one search accepts, and the longest glob.
 MAX_GLOBS = 32
@@ -129,7 +129,7 @@ class SearchFilter:
         if found is not None:
             return found
         with _LOCK:
-            root = SourceRoot.of(index.manifest)
+            root = Sources.of(index.manifest)
             files = np.fromiter(
                 (self.accepts(p, root.relative(p) or p) for p in index.chunks.paths),
                 dtype=np.uint8,

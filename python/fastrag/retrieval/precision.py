@@ -32,13 +32,14 @@ import math
 import posixpath
 from collections.abc import Callable, Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
-from fastrag.indexing.generations import LoadedIndex
-from fastrag.indexing.sources import SourceRoot
+from fastrag.indexing.generations import SHARDS_KEY, LoadedIndex
+from fastrag.indexing.sources import Sources, display_path
 from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
@@ -240,7 +241,7 @@ class FileTexts:
 
     def __init__(self, index: LoadedIndex) -> None:
         self.index = index
-        self.sources = SourceRoot.of(index.manifest)
+        self.sources = Sources.of(index.manifest)
         self._digests: dict[str, str] | None = None
         self._texts: dict[str, str | None] = {}
 
@@ -251,8 +252,7 @@ class FileTexts:
         return self._texts[path]
 
     def _read(self, path: str) -> str | None:
-        rel = self.sources.relative(path)
-        digest = self._fingerprints().get(rel) if rel is not None else None
+        digest = self._fingerprints().get(path)
         if digest is None:
             return None
         try:
@@ -261,12 +261,21 @@ class FileTexts:
             return None
 
     def _fingerprints(self) -> dict[str, str]:
+        """Every indexed file's content digest, by its path in results (of every shard of a sharded index)."""
         if self._digests is None:
-            try:
-                raw = json.loads((self.index.path / "files.json").read_text())
-                self._digests = {rel: str(record[2]) for rel, record in raw.items()}
-            except (OSError, ValueError, TypeError, KeyError, IndexError):
-                self._digests = {}
+            shards = self.index.manifest.get(SHARDS_KEY)
+            generations = (
+                [(Path(str(s.get("generation"))), str(s.get("display_root") or "")) for s in shards]
+                if isinstance(shards, list)
+                else [(self.index.path, str(self.index.manifest.get("display_root") or ""))]
+            )
+            self._digests = {}
+            for folder, root in generations:
+                try:
+                    raw = json.loads((folder / "files.json").read_text())
+                    self._digests.update({display_path(root, rel): str(record[2]) for rel, record in raw.items()})
+                except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+                    continue
         return self._digests
 
 

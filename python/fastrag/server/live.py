@@ -5,7 +5,8 @@ index is unchanged. When an indexer (``POST /index``, or ``python -m fastrag ind
 process) publishes a new generation, the next request loads it; requests already running finish on
 the generation they started with, which stays in memory, so nobody ever sees half of an index. An index
 of shards (``index --repos``) is watched through its catalog ``shards.json`` instead, and loaded as one
-(:func:`fastrag.indexing.catalog.open_index`).
+(:func:`fastrag.indexing.catalog.open_index`); its files are read through each shard's own repository
+(:class:`fastrag.indexing.sources.Sources`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE, live_name, open_index
 from fastrag.indexing.generations import CURRENT_FILE
-from fastrag.indexing.sources import SourceRoot
+from fastrag.indexing.sources import Sources
 from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, Retriever
 from fastrag.server.errors import ApiError
@@ -26,13 +27,13 @@ from fastrag.server.errors import ApiError
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """One loaded generation: its retriever, its name, the files it indexes and where they are."""
+    """One loaded generation: its retriever, its name, the files it indexes and where they are (one
+    repository, or one per shard)."""
 
     retriever: Retriever
     generation: str
     paths: frozenset[str]
-    corpus_root: Path | None
-    sources: SourceRoot
+    sources: Sources
 
     def search(self, query: str, k: int, mode: str, search_filter: SearchFilter = NO_FILTER) -> list[Hit]:
         """Search this generation (only the files ``search_filter`` accepts); safe on many threads at once
@@ -82,7 +83,6 @@ class LiveIndex:
                         _ = loaded.vectors  # now: the generation's folder may be pruned while it is live here
                 except UserError as exc:
                     raise ApiError(503, str(exc)) from exc
-                repo = loaded.manifest.get("repo_path")
                 retriever = Retriever(loaded, self.models_dir)
                 try:
                     retriever.prepare_vectors()  # now, not while the first searches wait for it
@@ -92,8 +92,7 @@ class LiveIndex:
                     retriever,
                     loaded.path.name,
                     frozenset(loaded.chunks.paths),
-                    Path(repo) if isinstance(repo, str) and repo else None,
-                    SourceRoot.of(loaded.manifest),
+                    Sources.of(loaded.manifest),
                 )
                 self.reloads += 1
             self._stamp = stamp
@@ -106,14 +105,15 @@ class LiveIndex:
 
     def locate(self, file_path: str) -> Path:
         """Where the file a result names is, through the generation in memory (any working directory;
-        see :meth:`fastrag.indexing.sources.SourceRoot.locate`); ``file_path`` as written before a load."""
+        see :meth:`fastrag.indexing.sources.Sources.locate`); ``file_path`` as written before a load."""
         current = self._live
         return current.sources.locate(file_path) if current is not None else Path(file_path)
 
     def corpus_roots(self) -> list[Path]:
-        """The repository of the generation in memory (none before a load): checking a path never loads an index."""
+        """The repositories of the generation in memory (one per shard of a sharded index; none before a
+        load): checking a path never loads an index."""
         current = self._live
-        return [current.corpus_root] if current is not None and current.corpus_root is not None else []
+        return current.sources.repo_roots if current is not None else []
 
     def peek(self) -> Live | None:
         """The live generation if one can be loaded, else ``None`` (never raises a user error)."""

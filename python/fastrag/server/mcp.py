@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 from fastrag.arguments import int_arg, mode_arg, text_arg
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
 from fastrag.errors import UsageError, UserError
+from fastrag.indexing.generations import SHARDS_KEY
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.server.answers import Answerer
@@ -146,12 +147,14 @@ class Tools:
         """What is indexed, and the model."""
         live = self.results.current()
         index = live.retriever.index
+        shards = index.manifest.get(SHARDS_KEY)
         return {
             "generation": live.generation,
             "files": len(live.paths),
             "chunks": len(index.chunks),
             "vectors": int(index.manifest.get("vectors") or 0),
             "repository": index.manifest.get("display_root"),
+            "shards": [s.get("name") for s in shards] if isinstance(shards, list) else [],
             "model": self.answerer.name,
             "model_note": self.answerer.note,
             "model_loaded": self.answerer.loaded,

@@ -39,7 +39,7 @@ class FileText:
 class SourceTexts:
     """Reads indexed files (:func:`~fastrag.indexing.corpus.read_text`, as the prompt does).
 
-    ``locate`` says where the file a result names is (see :meth:`fastrag.indexing.sources.SourceRoot.locate`);
+    ``locate`` says where the file a result names is (see :meth:`fastrag.indexing.sources.Sources.locate`);
     a relative answer, or a path when there is no ``locate``, is read under ``root``.
     """
 
