@@ -40,3 +40,5 @@ CHUNK_TARGET_SIZE = 2000
 TABLE_WINDOW_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")
+#: Folder of OpenVINO's compiled-model caches inside a models folder.
+OV_CACHE_DIR_NAME = ".ov-cache"
