@@ -4,20 +4,23 @@ Run from the project root after ``make index`` (SmolLM2, the default model here)
 
     .venv/bin/python benches/answer_latency.py stages [runs]        # the breakdown, one fresh process a run
     .venv/bin/python benches/answer_latency.py e2e [runs] [--baseline PKG:DIR]   # the whole command
+    .venv/bin/python benches/answer_latency.py all [runs] [--baseline PKG:DIR]   # both; rewrites RESULTS.md
 
 ``stages`` times each step of one answer in a fresh process, one after the other (no overlap, so that each
 is seen alone): interpreter start and imports, index open, retrieval, model choice, language model load
 (and whether it came from the compiled-model cache), embedding model load, the prompt (key lines, context,
 token counts), time to the first generated text (prefill), the rest of the generation (decode) and the
 tokens generated. ``e2e`` runs ``python -m fastrag answer`` in fresh processes, timed from process start to
-exit by this script, stdout not a terminal, and reads the model's load time from its status line.
+exit by this script, stdout not a terminal, and reads the model's load time from its status line; the CPU
+time of the process (user + system, all threads) goes with the wall time, since it depends less on what
+else runs on the machine.
 
 ``--baseline PKG:DIR`` adds another version of the package to ``e2e`` and ``stages``: ``PKG`` is put first on
 ``PYTHONPATH`` (a copy of ``python/`` at another commit, with the built ``_core`` beside it) and the runs
 happen in ``DIR`` (a folder whose ``data/raw`` and ``data/processed`` point at this project's, and with its own
 ``data/models``, since versions may keep different model caches). The two alternate run by run; medians are
 printed per version with the load average before and after (the machine is shared: compare figures of one
-run, not across runs).
+run, not across runs). ``all`` runs both and rewrites the "Answer latency" section of benches/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from common import machine, replace_section
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "How do I enable prefix caching?"
@@ -103,17 +109,21 @@ def versions(argv: list[str]) -> list[tuple[str, dict[str, str], Path]]:
 def end_to_end(env: dict[str, str], cwd: Path) -> dict[str, Any]:
     """One ``python -m fastrag answer QUESTION --k 10`` in a fresh process: wall time and its status lines."""
     load_before = uptime()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "fastrag", "answer", QUESTION, "--k", str(K)],
         cwd=cwd, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     loaded = re.search(r"loaded in ([\d.]+) s(?: \(([^)]*)\))?", done.stderr)
     return {
         "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
         "model_load_s": float(loaded.group(1)) if loaded else None,
         "cache": loaded.group(2) if loaded and loaded.group(2) else "-",
         "load_avg": load_before,
@@ -144,10 +154,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str]) -> None:
-    words = [a for a in argv if not a.startswith("--") and ":" not in a]
-    what = words[0] if words else "e2e"
-    runs = int(words[1]) if len(words) > 1 else 5
+def alternate(what: str, runs: int, argv: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` rounds of ``what`` (``e2e`` or ``stages``), the versions alternating; rows per version."""
     measure = {"e2e": end_to_end, "stages": stages}[what]
     print(json.dumps({"what": what, "question": QUESTION, "k": K, "load_avg_before": uptime()}), flush=True)
     table: dict[str, list[dict[str, Any]]] = {}
@@ -160,6 +168,61 @@ def main(argv: list[str]) -> None:
     for label, rows in table.items():
         print(json.dumps({"version": label, "runs": len(rows), "median": summary(rows)}), flush=True)
     print(json.dumps({"load_avg_after": uptime()}), flush=True)
+    return table
+
+
+def _cell(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def section(staged: dict[str, list[dict[str, Any]]], ended: dict[str, list[dict[str, Any]]], loads: str) -> str:
+    """The "Answer latency" section of RESULTS.md: the breakdown and the whole command, per version."""
+    labels = list(ended)
+    head = "| | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels) + "\n"
+    medians = {label: summary(rows) for label, rows in staged.items()}
+    steps = [k for k in medians[labels[0]] if k != "total in process"]
+    breakdown = "".join(
+        f"| {step} | " + " | ".join(_cell(medians[label].get(step)) for label in labels) + " |\n" for step in steps
+    )
+    breakdown += "| **total in process** | " + " | ".join(
+        f"**{_cell(medians[label].get('total in process'))}**" for label in labels
+    ) + " |\n"
+    rows = ""
+    for name, key in (("wall, start to exit (s)", "wall_s"), ("CPU, user + system (s)", "cpu_s"),
+                      ("model load, its status line (s)", "model_load_s")):  # fmt: skip
+        cells = []
+        for label in labels:
+            values = sorted(r[key] for r in ended[label] if r.get(key) is not None)
+            cells.append(f"**{statistics.median(values):.2f}** ({values[0]:.2f}–{values[-1]:.2f})" if values else "–")
+        rows += f"| {name} | " + " | ".join(cells) + " |\n"
+    runs = len(next(iter(ended.values())))
+    return (
+        "## Answer latency\n\n"
+        f"`benches/answer_latency.py all` (`{QUESTION}`, `--k {K}`, default model → SmolLM2 from its IR, the\n"
+        "compiled-model cache already made by an earlier run; versions alternating run by run; medians, range in\n"
+        f"brackets). Load average (1 / 5 / 15 min): {loads}.\n\n"
+        f"{machine()}\n\n"
+        f"Whole command, `python -m fastrag answer` in a fresh process, {runs} runs per version:\n\n"
+        f"{head}{rows}\n"
+        "Where the time goes, each step alone in a fresh process (no overlap; seconds unless named; prefill\n"
+        "includes the first inference's one-time cost, which `answer` now spends on a warm-up while the\n"
+        "prompt is built):\n\n"
+        f"{head}{breakdown}"
+    )
+
+
+def main(argv: list[str]) -> None:
+    words = [a for a in argv if not a.startswith("--") and ":" not in a]
+    what = words[0] if words else "e2e"
+    runs = int(words[1]) if len(words) > 1 else 5
+    if what != "all":
+        alternate(what, runs, argv)
+        return
+    before = uptime()
+    staged = alternate("stages", runs, argv)
+    ended = alternate("e2e", runs, argv)
+    body = section(staged, ended, f"{before} → {uptime()}")
+    replace_section(ROOT / "benches" / "RESULTS.md", "## Answer latency", body)
 
 
 if __name__ == "__main__":

@@ -51,12 +51,21 @@ def ir_dir(tiny_gguf: Path, tmp_path: Path) -> Path:
 
 
 def test_first_load_of_a_gguf_saves_a_stamped_ir_atomically(ir_dir: Path, tiny_gguf: Path) -> None:
-    assert all((ir_dir / f).is_file() for f in IR_FILES)
+    assert ir_dir.is_dir() and all((ir_dir / f).is_file() for f in IR_FILES)
     assert not (ir_dir / tiny_gguf.name).exists()  # the GGUF was linked in to be converted, then removed
     assert ir_matches(ir_dir, tiny_gguf)
     assert _siblings(ir_dir) == []
     stamp = json.loads((ir_dir / IR_STAMP_FILE).read_text())
     assert stamp["ir"]["openvino_model.bin"] == (ir_dir / "openvino_model.bin").stat().st_size
+
+
+def test_first_load_of_a_gguf_also_fills_the_compiled_cache(tiny_gguf: Path, tmp_path: Path) -> None:
+    ir, cache = tmp_path / "models" / "tiny-ov", tmp_path / "models" / ".ov-cache" / "tiny-ov"
+    first = load_generator(ModelSpec("tiny", "gguf", tiny_gguf, save_ir_to=ir, compiled_cache=cache))
+    assert first.info.saved_ir == ir and first.info.compiled == "saved"
+    second = load_generator(ModelSpec("tiny", "ir", ir, source=tiny_gguf, compiled_cache=cache))
+    assert second.info.compiled == "hit" and second.info.saved_ir is None
+    assert _answer(second) == _answer(first)
 
 
 def test_an_ir_file_cut_short_no_longer_matches_its_gguf(ir_dir: Path, tiny_gguf: Path) -> None:
@@ -141,10 +150,11 @@ def test_packaged_smollm2_ir_gets_its_compiled_cache(tmp_path: Path) -> None:
     (ir / IR_STAMP_FILE).write_text(json.dumps(ir_stamp(gguf, ir)))
     spec = choose_model(None, models).spec
     assert spec.kind == "ir" and spec.path == ir and spec.source == gguf
-    assert spec.compiled_cache == compiled_cache_dir(ir, models) == models / ".ov-cache" / SMOLLM2_IR_NAME
+    cache = compiled_cache_dir(ir, models)
+    assert spec.compiled_cache == cache == models / ".ov-cache" / SMOLLM2_IR_NAME
     (ir / "openvino_model.bin").write_text("xy")  # an IR file changed size: the GGUF again, saving a new IR
     again = choose_model(None, models).spec
-    assert again.kind == "gguf" and again.path == gguf and again.save_ir_to == ir
+    assert again.kind == "gguf" and again.path == gguf and again.save_ir_to == ir and again.compiled_cache == cache
 
 
 def test_generation_after_a_background_warm_up_is_unchanged(ir_dir: Path, tmp_path: Path) -> None:

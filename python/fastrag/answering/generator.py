@@ -255,9 +255,10 @@ def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> 
     itself uses on a CPU (:func:`batch_scheduler`). Otherwise an ``LLMPipeline`` on the SDPA backend
     (:data:`~fastrag.answering.compiled.ONE_PROMPT_BACKEND`): an IR through its compiled-model cache when
     ``spec.compiled_cache`` names one (:func:`~fastrag.answering.compiled.load_one_prompt`). For the packaged
-    SmolLM2 GGUF the first load also saves an IR copy (``spec.save_ir_to``) that later loads use, and an IR
-    copy that cannot be loaded is replaced from its GGUF (``spec.source``). A model that OpenVINO cannot read
-    becomes a one-line :class:`UserError`.
+    SmolLM2 GGUF the first load also saves an IR copy (``spec.save_ir_to``) that later loads use, then loads
+    that copy through its compiled cache, so that the next load is already a cache hit; an IR copy that
+    cannot be loaded is replaced from its GGUF (``spec.source``). A model that OpenVINO cannot read becomes
+    a one-line :class:`UserError`.
     """
     import openvino_genai
 
@@ -271,6 +272,9 @@ def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> 
             )
         elif spec.save_ir_to is not None:
             pipeline, saved = _load_saving_ir(openvino_genai, spec.path, spec.save_ir_to, device)
+            if saved is not None and spec.compiled_cache is not None:  # fill the compiled cache now, not next time
+                del pipeline
+                pipeline, compiled = load_one_prompt(openvino_genai, saved, spec.compiled_cache, device)
         elif spec.kind == "ir":
             try:
                 pipeline, compiled = load_one_prompt(openvino_genai, spec.path, spec.compiled_cache, device)

@@ -62,7 +62,8 @@ class ModelSpec:
     ``kind`` is ``"ir"`` (an OpenVINO IR folder) or ``"gguf"``; ``save_ir_to`` is set when the GGUF
     should be converted once and saved as IR into that folder, and ``source`` on that IR folder: the GGUF
     to load (and convert again) when the IR cannot be loaded (both only for the packaged SmolLM2).
-    ``compiled_cache`` is the folder of the IR's compiled-model cache (IR folders fastrag made).
+    ``compiled_cache`` is the folder of the IR's compiled-model cache (IR folders fastrag made, and the IR
+    ``save_ir_to`` is about to be).
     """
 
     name: str
@@ -196,10 +197,10 @@ def smollm2_gguf() -> Path:
 def _smollm2(models_dir: Path) -> ModelSpec:
     gguf = smollm2_gguf()
     ir_dir = models_dir / SMOLLM2_IR_NAME
+    cache = compiled_cache_dir(ir_dir, models_dir)
     if ir_matches(ir_dir, gguf):
-        cache = compiled_cache_dir(ir_dir, models_dir)
         return ModelSpec(SMOLLM2_ALIAS, "ir", ir_dir, source=gguf, compiled_cache=cache)
-    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir)
+    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir, compiled_cache=cache)
 
 
 def compiled_cache_dir(model_dir: Path, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
