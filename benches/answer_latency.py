@@ -15,10 +15,10 @@ exit by this script, stdout not a terminal, and reads the model's load time from
 time of the process (user + system, all threads) goes with the wall time, since it depends less on what
 else runs on the machine.
 
-``--baseline PKG:DIR`` adds another version of the package to ``e2e`` and ``stages``: ``PKG`` is put first on
-``PYTHONPATH`` (a copy of ``python/`` at another commit, with the built ``_core`` beside it) and the runs
-happen in ``DIR`` (a folder whose ``data/raw`` and ``data/processed`` point at this project's, and with its own
-``data/models``, since versions may keep different model caches). The two alternate run by run; medians are
+``--baseline PKG:DIR [--label NAME]`` adds another version of the package to ``e2e`` and ``stages``: ``PKG``
+is put first on ``PYTHONPATH`` (a copy of ``python/`` at another commit, with the built ``_core`` beside it)
+and the runs happen in ``DIR`` (a folder whose ``data/raw`` and ``data/processed`` point at this project's,
+with its own ``data/models``, since versions may keep different model caches). The two alternate run by run; medians are
 printed per version with the load average before and after (the machine is shared: compare figures of one
 run, not across runs). ``all`` runs both and rewrites the "Answer latency" section of benches/RESULTS.md.
 """
@@ -102,7 +102,8 @@ def versions(argv: list[str]) -> list[tuple[str, dict[str, str], Path]]:
     out = [("this tree", env, ROOT)]
     if "--baseline" in argv:
         pkg, where = argv[argv.index("--baseline") + 1].split(":", 1)
-        out.insert(0, ("baseline", {**env, "PYTHONPATH": str(Path(pkg).resolve())}, Path(where).resolve()))
+        label = argv[argv.index("--label") + 1] if "--label" in argv else "baseline"
+        out.insert(0, (label, {**env, "PYTHONPATH": str(Path(pkg).resolve())}, Path(where).resolve()))
     return out
 
 
@@ -171,8 +172,14 @@ def alternate(what: str, runs: int, argv: list[str]) -> dict[str, list[dict[str,
     return table
 
 
-def _cell(value: Any) -> str:
-    return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+#: Steps of ``stages`` that are counts, not seconds.
+COUNTS = ("tokens generated", "prompt tokens")
+
+
+def _cell(value: Any, step: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f}" if step in COUNTS else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def section(staged: dict[str, list[dict[str, Any]]], ended: dict[str, list[dict[str, Any]]], loads: str) -> str:
@@ -182,7 +189,8 @@ def section(staged: dict[str, list[dict[str, Any]]], ended: dict[str, list[dict[
     medians = {label: summary(rows) for label, rows in staged.items()}
     steps = [k for k in medians[labels[0]] if k != "total in process"]
     breakdown = "".join(
-        f"| {step} | " + " | ".join(_cell(medians[label].get(step)) for label in labels) + " |\n" for step in steps
+        f"| {step} | " + " | ".join(_cell(medians[label].get(step), step) for label in labels) + " |\n"
+        for step in steps
     )
     breakdown += "| **total in process** | " + " | ".join(
         f"**{_cell(medians[label].get('total in process'))}**" for label in labels
@@ -212,7 +220,8 @@ def section(staged: dict[str, list[dict[str, Any]]], ended: dict[str, list[dict[
 
 
 def main(argv: list[str]) -> None:
-    words = [a for a in argv if not a.startswith("--") and ":" not in a]
+    label = argv[argv.index("--label") + 1] if "--label" in argv else None
+    words = [a for a in argv if not a.startswith("--") and ":" not in a and a != label]
     what = words[0] if words else "e2e"
     runs = int(words[1]) if len(words) > 1 else 5
     if what != "all":
