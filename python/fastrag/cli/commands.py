@@ -259,7 +259,9 @@ class Commands:
             for excerpt in result.cited:
                 print(f"  {excerpt.citation}")
         if result.load is not None:
-            status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s, prompt {result.prompt_tokens} tokens")
+            how = {"hit": " (compiled cache)", "saved": " (compiled cache saved)"}.get(result.load.compiled, "")
+            tokens = result.prompt_tokens
+            status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s{how}, prompt {tokens} tokens")
         status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
 
     def answer_dataset(

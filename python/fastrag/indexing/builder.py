@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from fastrag import _core
-from fastrag.config import TABLE_WINDOW_SIZE
+from fastrag.config import OV_CACHE_DIR_NAME, TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
@@ -358,7 +358,7 @@ def _embed_cached(
     if missing:
         wanted = set(missing)
         todo = {k: t for k, t in zip(keys, texts) if k in wanted}
-        model = embedder if embedder is not None else Embedder(files, cache_dir=models / ".ov-cache")
+        model = embedder if embedder is not None else Embedder(files, cache_dir=models / OV_CACHE_DIR_NAME)
         fresh = model.embed([todo[k] for k in missing], max_tokens, progress=progress)
         cache.entries.update(zip(missing, fresh))
     if missing or len(cache.entries) != len(set(keys)):

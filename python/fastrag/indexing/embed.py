@@ -49,7 +49,7 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm import tqdm
 
-from fastrag.config import DEFAULT_MODELS_DIR
+from fastrag.config import DEFAULT_MODELS_DIR, OV_CACHE_DIR_NAME
 from fastrag.errors import UserError
 
 #: The one embedding model fastrag uses, and where a user may put it.
@@ -264,7 +264,7 @@ class Embedder:
         drops from ~0.3 s to ~0.06 s once it exists. Raises :class:`UserError`, one line naming
         the ways to provide the model, when none works.
         """
-        cache = cache_dir if cache_dir is not None else models_dir / ".ov-cache"
+        cache = cache_dir if cache_dir is not None else models_dir / OV_CACHE_DIR_NAME
         return cls(resolve_model(models_dir, packages=packages, export=export), cache_dir=cache)
 
     @property

@@ -16,8 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from fastrag.answering.answer import GeneratedAnswer, block_similarity, generate_answer, prompt_for
-from fastrag.answering.generator import Generator, load_generator
+from fastrag.answering.answer import GeneratedAnswer, generate_answer, load_models, prompt_for
+from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import ModelChoice, choose_model, model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Similarity
 from fastrag.errors import UserError
@@ -98,8 +98,7 @@ class Answerer:
                 self._choice = choose_model(self.model, self.models_dir, allow_export=False)
                 if self._choice.note is not None:
                     print(f"fastrag: {self._choice.note}", file=sys.stderr)
-                self._generator = load_generator(self._choice.spec)
-                self._similarity = block_similarity(self.models_dir)
+                self._generator, self._similarity = load_models(self._choice.spec, self.models_dir)
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc
             self.load_seconds = self._generator.info.seconds
