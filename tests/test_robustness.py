@@ -324,3 +324,24 @@ def test_read_only_save_directory(indexed: Path, command: str) -> None:
     assert_one_line_error(measured.result, 1)
     assert "cannot write to save directory" in measured.result.err and "locked" in measured.result.err
     assert list(locked.iterdir()) == []
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(indexed: Path) -> None:
+    """``search ... | head -1``: when the reader of stdout is gone the command stops with the status a
+    shell gives a filter cut short, and no traceback."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fastrag", "search", "How do I load a LoRA adapter?", "--k", "5"],
+            cwd=indexed,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141
