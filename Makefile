@@ -37,6 +37,8 @@ install:  ## install uv if missing, then the package (release build of the Rust 
 	@# the package itself is an editable source tree: compile it too, so that a process never
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
+	@# likewise the answer model: converted and compiled once, so that the first `answer` loads in ~1 s
+	$(PY) scripts/prepare_model.py
 
 dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles (run pytest directly); `make install`, which every Python target runs first, restores the release build
 	$(RUN) maturin develop --uv --profile dev
