@@ -9,6 +9,8 @@ random Qwen3 GGUF of the session (no hub, no SmolLM2 load).
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -20,12 +22,14 @@ from fastrag.answering.model_files import (
     IR_FILES,
     IR_STAMP_FILE,
     SMOLLM2_IR_NAME,
+    STALE_STAGING_S,
     ModelSpec,
     choose_model,
     compiled_cache_dir,
     ir_matches,
     ir_stamp,
     smollm2_gguf,
+    staging_dir,
 )
 from fastrag.answering.prompt import messages
 
@@ -176,3 +180,23 @@ def test_load_models_loads_the_generator_and_the_embedding_model(ir_dir: Path, t
     close, far = similarity("How do I install vLLM with pip?", ["Install\npip install vllm", "Sampling: top_p"])
     assert far < close
     assert _answer(generator)
+
+
+def test_staging_removes_leftovers_of_a_killed_writer_only_when_stale(tmp_path: Path) -> None:
+    """A process killed while writing a model folder leaves ``.NAME.xxxx`` behind (~135 MB): the next
+    staging of that folder removes it once it is stale, never a younger one (a writer may be at work)."""
+    target = tmp_path / "models" / "tiny-ov"
+    target.parent.mkdir(parents=True)
+    stale = target.parent / ".tiny-ov.killed"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "sub" / "openvino_model.bin").write_bytes(b"half")
+    old = time.time() - STALE_STAGING_S - 60
+    os.utime(stale, (old, old))
+    young = target.parent / ".tiny-ov.writing"
+    young.mkdir()
+    other = target.parent / ".other-ov.killed"  # another model's staging: not this folder's to judge
+    other.mkdir()
+    os.utime(other, (old, old))
+    work = staging_dir(target)
+    assert work.parent == target.parent and work.name.startswith(".tiny-ov.") and work.is_dir()
+    assert not stale.exists() and young.is_dir() and other.is_dir() and not target.exists()

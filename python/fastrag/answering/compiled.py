@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
+
+from fastrag.answering.model_files import staging_dir
 
 #: Attention backend of one-prompt pipelines (``answer``, the server): the one whose compiled model is cached.
 ONE_PROMPT_BACKEND = "SDPA"
@@ -98,8 +99,7 @@ def load_one_prompt(ov_genai: Any, model_dir: Path, folder: Path | None, device:
             shutil.rmtree(folder, ignore_errors=True)
         return pipeline, "hit"
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        work = staging_dir(folder)
     except OSError:
         return _pipeline(ov_genai, model_dir, device, None), "off"
     try:

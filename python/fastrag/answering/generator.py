@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 
 from fastrag.answering.cleanup import LoopGuard, ThinkFilter, answer_loops, strip_think
 from fastrag.answering.compiled import ONE_PROMPT_BACKEND, CacheUse, load_one_prompt
-from fastrag.answering.model_files import IR_FILES, IR_STAMP_FILE, ModelSpec, ir_stamp
+from fastrag.answering.model_files import IR_FILES, IR_STAMP_FILE, ModelSpec, ir_stamp, staging_dir
 from fastrag.errors import UserError
 
 #: Generation stops at these strings: ChatML turn markers a small model may spell out as text, and a
@@ -315,8 +314,7 @@ def _load_saving_ir(ov_genai: Any, gguf: Path, ir_dir: Path, device: str) -> tup
     """
     backend = {"ATTENTION_BACKEND": ONE_PROMPT_BACKEND}
     try:
-        ir_dir.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{ir_dir.name}.", dir=ir_dir.parent))
+        work = staging_dir(ir_dir)
     except OSError:
         return ov_genai.LLMPipeline(str(gguf), device, **backend), None
     try:

@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,27 @@ def ir_matches(ir_dir: Path, gguf: Path) -> bool:
         return False
 
 
+#: A staging folder of a model folder older than this is a leftover of a process that died while
+#: writing it (a conversion or a compile takes seconds; an export minutes), and is removed.
+STALE_STAGING_S = 6 * 3600
+
+
+def staging_dir(target: Path) -> Path:
+    """A new hidden temporary folder beside ``target`` (``.NAME.xxxx``), to be renamed into place once
+    complete. Leftovers of ``target``'s earlier staging older than :data:`STALE_STAGING_S` (a process
+    killed mid-write: an IR copy or a compiled cache is ~135 MB) are removed first; younger ones may
+    belong to a process writing now and are left alone. ``OSError`` when the folder cannot be made."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in target.parent.glob(f".{target.name}.*"):
+        try:
+            if old.is_dir() and now - old.stat().st_mtime > STALE_STAGING_S:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+
+
 def export_dir(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
     """Folder of the int4 OpenVINO export of hub model ``name`` (``Qwen/Qwen3-0.6B`` → ``Qwen3-0.6B-int4-ov``)."""
     return models_dir / f"{name.rsplit('/', 1)[-1]}-int4-ov"
@@ -265,8 +287,7 @@ def export_model(name: str, target: Path) -> None:
     """
     if not _export_installed():
         raise UserError(f"exporting {name} needs optimum-intel: run `uv sync --extra export` (it brings torch)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    work = staging_dir(target)
     command = [
         sys.executable, "-m", "optimum.commands.optimum_cli", "export", "openvino",
         "--model", name, "--task", "text-generation-with-past", "--weight-format", "int4", str(work),
