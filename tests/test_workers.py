@@ -8,6 +8,7 @@ may remain, and the previous index must still answer the same.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import signal
@@ -16,12 +17,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import InvalidStateError
 from pathlib import Path
 
 import psutil
 import pytest
 
 from conftest import run_cli, write_repo
+from fastrag.indexing import workers as pool_workers
 
 #: Files added for the interrupted run: a few seconds of chunking on 2 cores.
 EXTRA_FILES = 2400
@@ -168,3 +171,36 @@ def test_ctrl_c_stops_the_indexer_and_its_workers_with_one_line(project: tuple[P
     assert lines == ["fastrag: interrupted"], indexer.err[-2000:]
     after = run_cli("search", "lora adapter", cwd=cwd)
     assert after.code == 0 and after.out == before
+
+
+def _thread_failure(filename: str, exc: BaseException) -> threading.ExceptHookArgs:
+    """The hook arguments of ``exc`` raised by code that lives in ``filename``, in a thread."""
+    code = compile("def fail(exc):\n    raise exc\n", filename, "exec")
+    space: dict[str, object] = {}
+    exec(code, space)  # noqa: S102 - a function whose frames name ``filename``, as the executor's do
+    try:
+        space["fail"](exc)  # type: ignore[operator]
+    except BaseException as raised:  # noqa: BLE001 - whatever it is, it is the one handed to the hook
+        return threading.ExceptHookArgs([type(raised), raised, raised.__traceback__, threading.current_thread()])
+    raise AssertionError("not raised")
+
+
+def test_only_the_executors_cancelled_future_race_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before Python 3.12 the pool's management thread can raise ``InvalidStateError`` on a cancelled
+    future while workers are stopped (Ctrl-C): that exception from ``concurrent/futures/process.py``
+    is dropped; the same exception elsewhere, and any other, still reach the previous hook."""
+    seen: list[type[BaseException]] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type))
+    monkeypatch.setattr(pool_workers, "_hook_installed", False)
+    with pool_workers.worker_pool(1):
+        pass
+    executor = os.path.join(os.path.dirname(concurrent.futures.__file__), "process.py")
+    threading.excepthook(_thread_failure(executor, InvalidStateError("CANCELLED: <Future>")))
+    assert seen == []
+    threading.excepthook(_thread_failure("/app/mine.py", InvalidStateError("elsewhere")))
+    threading.excepthook(_thread_failure(executor, RuntimeError("another failure")))
+    assert seen == [InvalidStateError, RuntimeError]
+    with pool_workers.worker_pool(1):  # installed once: the previous hook is not wrapped twice
+        pass
+    threading.excepthook(_thread_failure("/app/mine.py", ValueError("x")))
+    assert seen == [InvalidStateError, RuntimeError, ValueError]

@@ -8,6 +8,11 @@
 - ignore Ctrl-C: the terminal sends ``SIGINT`` to the whole process group, and only the parent
   reacts. When the parent leaves the pool on an exception (``KeyboardInterrupt`` included), the
   queued work is cancelled and the workers are stopped at once, not after the work already sent.
+
+Stopping workers under cancelled work can make the executor's own management thread fail: before
+Python 3.12 it marks every pending future broken without skipping the cancelled ones, and the
+``InvalidStateError`` it raises would print a traceback after "fastrag: interrupted". That one
+exception, from that one place, is dropped (:func:`_quiet_cancelled_race`); nothing else is.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from contextlib import contextmanager
+from types import TracebackType
 
 #: ``prctl`` option: the signal a process gets when its parent exits (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -39,6 +45,7 @@ def worker_pool(max_workers: int) -> Iterator[ProcessPoolExecutor]:
     # exits when this process does), so the workers then watch the parent they start with
     parent = os.getpid() if context.get_start_method() != "forkserver" else 0
     pool = ProcessPoolExecutor(max_workers, mp_context=context, initializer=die_with_parent, initargs=(parent,))
+    _install_quiet_race_hook()
     try:
         yield pool
     except BaseException:
@@ -89,3 +96,36 @@ def stop(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
+
+
+_EXECUTOR_FILE = os.path.join("concurrent", "futures", "process.py")
+_hook_lock = threading.Lock()
+_hook_installed = False
+
+
+def _install_quiet_race_hook() -> None:
+    """Put :func:`_quiet_cancelled_race` in front of the thread exception hook, once per process."""
+    global _hook_installed
+    with _hook_lock:
+        if _hook_installed:
+            return
+        previous = threading.excepthook
+
+        def hook(args: threading.ExceptHookArgs) -> None:
+            if not _quiet_cancelled_race(args.exc_type, args.exc_traceback):
+                previous(args)
+
+        threading.excepthook = hook
+        _hook_installed = True
+
+
+def _quiet_cancelled_race(exc_type: type[BaseException], tb: TracebackType | None) -> bool:
+    """Whether a thread's exception is the executor's cancelled-future race (module docstring): an
+    ``InvalidStateError`` raised inside ``concurrent/futures/process.py``."""
+    if exc_type is not InvalidStateError:
+        return False
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(_EXECUTOR_FILE):
+            return True
+        tb = tb.tb_next
+    return False
