@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal
 
-from fastrag.answering.model_files import staging_dir
+from fastrag.answering.model_files import put_in_place, staging_dir
 
 #: Attention backend of one-prompt pipelines (``answer``, the server): the one whose compiled model is cached.
 ONE_PROMPT_BACKEND = "SDPA"
@@ -109,8 +109,7 @@ def load_one_prompt(ov_genai: Any, model_dir: Path, folder: Path | None, device:
             return pipeline, "off"
         try:
             (work / STAMP_FILE).write_text(json.dumps(stamp), encoding="utf-8")
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(work, folder)
+            put_in_place(work, folder)
         except OSError:  # the model is loaded: only the cache is lost
             return pipeline, "off"
         return pipeline, "saved"

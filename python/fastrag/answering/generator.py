@@ -8,7 +8,6 @@ pipeline's calls are untyped, so they stay behind :class:`Generator`.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import Any
 
 from fastrag.answering.cleanup import LoopGuard, ThinkFilter, answer_loops, strip_think
 from fastrag.answering.compiled import ONE_PROMPT_BACKEND, CacheUse, load_one_prompt
-from fastrag.answering.model_files import IR_FILES, IR_STAMP_FILE, ModelSpec, ir_stamp, staging_dir
+from fastrag.answering.model_files import IR_FILES, IR_STAMP_FILE, ModelSpec, ir_stamp, put_in_place, staging_dir
 from fastrag.errors import UserError
 
 #: Generation stops at these strings: ChatML turn markers a small model may spell out as text, and a
@@ -328,8 +327,7 @@ def _load_saving_ir(ov_genai: Any, gguf: Path, ir_dir: Path, device: str) -> tup
         if not all((work / f).is_file() for f in IR_FILES):
             return pipeline, None
         (work / IR_STAMP_FILE).write_text(json.dumps(ir_stamp(gguf, work)), encoding="utf-8")
-        shutil.rmtree(ir_dir, ignore_errors=True)
-        os.replace(work, ir_dir)
+        put_in_place(work, ir_dir)
         return pipeline, ir_dir
     except OSError:
         return ov_genai.LLMPipeline(str(gguf), device, **backend), None

@@ -249,6 +249,12 @@ def staging_dir(target: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
 
 
+def put_in_place(work: Path, target: Path) -> None:
+    """Replace ``target`` by the complete staging folder ``work`` (:func:`staging_dir`), by a rename."""
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(work, target)
+
+
 def export_dir(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
     """Folder of the int4 OpenVINO export of hub model ``name`` (``Qwen/Qwen3-0.6B`` → ``Qwen3-0.6B-int4-ov``)."""
     return models_dir / f"{name.rsplit('/', 1)[-1]}-int4-ov"
@@ -298,7 +304,6 @@ def export_model(name: str, target: Path) -> None:
         if done.returncode != 0 or not all((work / f).is_file() for f in IR_FILES):
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             raise UserError(f"export of {name} failed: {tail[0]}")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(work, target)
+        put_in_place(work, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
