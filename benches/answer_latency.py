@@ -192,9 +192,11 @@ def section(staged: dict[str, list[dict[str, Any]]], ended: dict[str, list[dict[
         f"| {step} | " + " | ".join(_cell(medians[label].get(step), step) for label in labels) + " |\n"
         for step in steps
     )
-    breakdown += "| **total in process** | " + " | ".join(
-        f"**{_cell(medians[label].get('total in process'))}**" for label in labels
-    ) + " |\n"
+    breakdown += (
+        "| **total in process** | "
+        + " | ".join(f"**{_cell(medians[label].get('total in process'))}**" for label in labels)
+        + " |\n"
+    )
     rows = ""
     for name, key in (("wall, start to exit (s)", "wall_s"), ("CPU, user + system (s)", "cpu_s"),
                       ("model load, its status line (s)", "model_load_s")):  # fmt: skip

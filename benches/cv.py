@@ -212,24 +212,33 @@ def table(questions: list[Question], columns: dict[str, list[dict[int, float]]])
     return "\n".join(lines)
 
 
-def index_ablation(retriever: Retriever, datasets: Sequence[Path], folds: int) -> dict[str, list[dict[int, float]]]:
-    """Out-of-fold recall with the index rebuilt (in a temporary folder) without each optional layer."""
+def index_params(retriever: Retriever) -> IndexParams:
+    """The parameters the retriever's index was built with."""
     raw = retriever.index.manifest["params"]
-    params = IndexParams(**{f.name: raw[f.name] for f in dataclasses.fields(IndexParams) if f.name in raw})
+    return IndexParams(**{f.name: raw[f.name] for f in dataclasses.fields(IndexParams) if f.name in raw})
+
+
+def rebuilt_recall(
+    retriever: Retriever, params: IndexParams, datasets: Sequence[Path], folds: int
+) -> list[dict[int, float]]:
+    """Out-of-fold recall with the retriever's repository indexed again (in a temporary folder) with ``params``."""
     repo = Path(str(retriever.index.manifest["repo_path"]))
     root = str(retriever.index.manifest.get("display_root") or "")
-    out: dict[str, list[dict[int, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
+        build_index(repo, Path(tmp), params, display_root=root, progress=False)
+        other = Retriever.open(Path(tmp))
+        return cross_validate(collect(other, datasets), other, folds, np.ones(len(precision.FEATURES)))
+
+
+def index_ablation(retriever: Retriever, datasets: Sequence[Path], folds: int) -> dict[str, list[dict[int, float]]]:
+    """Out-of-fold recall with the index rebuilt without each optional layer."""
+    params = index_params(retriever)
     variants = {
         "without Markdown layers": dataclasses.replace(params, layers=False),
         "without bridges": dataclasses.replace(params, bridges=False),
         "heading lines without section text": dataclasses.replace(params, heading_body=0),
     }
-    for label, changed in variants.items():
-        with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
-            build_index(repo, Path(tmp), changed, display_root=root, progress=False)
-            other = Retriever.open(Path(tmp))
-            out[label] = cross_validate(collect(other, datasets), other, folds, np.ones(len(precision.FEATURES)))
-    return out
+    return {label: rebuilt_recall(retriever, changed, datasets, folds) for label, changed in variants.items()}
 
 
 def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str) -> float:

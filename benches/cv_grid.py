@@ -14,15 +14,13 @@ of fold keeps the shipped value.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cv import Question, collect, cross_validate, folds_of
+from cv import Question, collect, cross_validate, folds_of, index_params, rebuilt_recall
 
-from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
 from fastrag.retrieval.retriever import Retriever
 
@@ -69,10 +67,7 @@ def grid_table(
 ) -> str:
     """Markdown table: for each tunable, the settings tried, the shipped one, the one each fold chose,
     and pooled recall@5 out of fold with the shipped setting and with the selected ones."""
-    raw = retriever.index.manifest["params"]
-    params = IndexParams(**{f.name: raw[f.name] for f in dataclasses.fields(IndexParams) if f.name in raw})
-    repo = Path(str(retriever.index.manifest["repo_path"]))
-    root = str(retriever.index.manifest.get("display_root") or "")
+    params = index_params(retriever)
     full = np.ones(len(precision.FEATURES))
     fold = folds_of(len(questions), folds)
     head = "| tunable | settings tried | shipped | chosen per fold | pooled docs R@5 shipped / selected"
@@ -92,16 +87,14 @@ def grid_table(
         current = {k: getattr(params, k) for k in settings[0]}
         shipped = next((j for j, s in enumerate(settings) if s == current), None)
         if shipped is None:
-            settings, names, shipped = [current, *settings], [f"{names[0]} (index)", *names], 0
-        per_setting: list[PerQuestion] = []
-        for j, setting in enumerate(settings):
-            if j == shipped:
-                per_setting.append(cross_validate(questions, retriever, folds, full))
-                continue
-            with tempfile.TemporaryDirectory(prefix="fastrag-grid-") as tmp:
-                build_index(repo, Path(tmp), dataclasses.replace(params, **setting), display_root=root, progress=False)
-                other = Retriever.open(Path(tmp))
-                per_setting.append(cross_validate(collect(other, datasets), other, folds, full))
+            named = " ".join(f"{k} {v}" for k, v in current.items())
+            settings, names, shipped = [current, *settings], [f"{named} (index)", *names], 0
+        per_setting = [
+            cross_validate(questions, retriever, folds, full)
+            if j == shipped
+            else rebuilt_recall(retriever, dataclasses.replace(params, **setting), datasets, folds)
+            for j, setting in enumerate(settings)
+        ]
         row(label, names, shipped, per_setting)
 
     depths = list(DEPTHS) if precision.DEPTH in DEPTHS else [precision.DEPTH, *DEPTHS]
