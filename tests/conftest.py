@@ -103,6 +103,18 @@ def write_repo(root: Path, files: dict[str, str] = SAMPLE_FILES) -> Path:
     return root
 
 
+def linked_project(tmp_path: Path) -> tuple[Path, Path]:
+    """``(project, elsewhere)``: two sample repositories in ``elsewhere/corpus`` and ``elsewhere/other``,
+    each linked from the project's ``data/raw/`` (as an operator links a corpus unpacked outside)."""
+    root, outside = tmp_path / "project", tmp_path / "elsewhere"
+    write_repo(outside / "corpus")
+    write_repo(outside / "other")
+    (root / "data/raw").mkdir(parents=True)
+    (root / "data/raw/corpus").symlink_to(outside / "corpus", target_is_directory=True)
+    (root / "data/raw/other").symlink_to(outside / "other", target_is_directory=True)
+    return root, outside
+
+
 @pytest.fixture()
 def workdir(tmp_path: Path) -> Path:
     """A working directory holding ``repo/`` (the sample repository), not yet indexed."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conftest import SAMPLE_FILES, run_cli, write_repo
+from conftest import SAMPLE_FILES, linked_project, run_cli, write_repo
 from fastrag.answering.prompt import NO_SOURCES_ANSWER
 from fastrag.config import DEFAULT_MODE, MODES
 from fastrag.indexing.builder import IndexParams, build_index
@@ -741,12 +741,7 @@ def test_served_connections_have_nagle_off() -> None:
 def test_corpus_linked_from_outside_data_is_trusted_once_indexed(tmp_path: Path) -> None:
     """``data/raw/<corpus>`` may be a link the operator made (as here: vLLM is unpacked in /tmp/corpus):
     the live index's own corpus is served and re-indexed, any other link out of ``data/`` is still refused."""
-    root, outside = tmp_path / "project", tmp_path / "elsewhere"
-    write_repo(outside / "corpus")
-    write_repo(outside / "other")
-    (root / "data/raw").mkdir(parents=True)
-    (root / "data/raw/corpus").symlink_to(outside / "corpus", target_is_directory=True)
-    (root / "data/raw/other").symlink_to(outside / "other", target_is_directory=True)
+    root, _ = linked_project(tmp_path)
     build_index(root / "data/raw/corpus", root / "data/processed", display_root="data/raw/corpus", progress=False)
     client = client_for(root)
     assert client.get("/search", params={"query": "lora", "k": 1}).status_code == 200  # loads the index

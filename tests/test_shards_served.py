@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import write_repo
+from conftest import linked_project, write_repo
 from fastrag.errors import UserError
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.catalog import shard_dir
@@ -115,12 +115,7 @@ def test_http_server_reads_every_shard_through_its_repository(project: Path, tmp
 def test_span_confinement_with_shards_outside_data(tmp_path: Path) -> None:
     """A shard's repository outside ``data/`` is served by its index names; a link from ``data/`` into it
     names no file of the index (404), a link anywhere else is refused (400)."""
-    root, outside = tmp_path / "project", tmp_path / "elsewhere"
-    write_repo(outside / "corpus")
-    write_repo(outside / "other")
-    (root / "data/raw").mkdir(parents=True)
-    (root / "data/raw/corpus").symlink_to(outside / "corpus", target_is_directory=True)
-    (root / "data/raw/other").symlink_to(outside / "other", target_is_directory=True)
+    root, outside = linked_project(tmp_path)
     build_shards([Repo("corpus", outside / "corpus")], root / "data/processed", IndexParams())
     client = client_for(root)
     span = client.get("/span", params={"path": "corpus/docs/lora.md", "start": 0, "end": 15})
