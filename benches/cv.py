@@ -21,7 +21,7 @@ time, with the weights refitted out of fold: a part stays only while it earns at
 pooled recall@5 out of fold.
 
 ``--grid`` also selects every discrete tunable (BM25 k1/b, section text under heading lines, chunk
-target size, candidate depth) fold by fold and scores the held-out fold with the choice
+target size, candidate depth, vector fusion weight and floor) fold by fold and scores the held-out fold with the choice
 (``benches/cv_grid.py``).
 
 ``--write-weights`` writes the weights fitted on all pooled questions to the package's
@@ -86,13 +86,13 @@ def collect(retriever: Retriever, datasets: Sequence[Path], depth: int = precisi
             truth = [(s.file_path, s.first_character_index, s.last_character_index) for s in q.sources]
             rows = retriever.precision.features(analyse(text, retriever.index.bm25), ranked)
             ids = [cid for cid, _ in ranked]
-            label = np.array([_finds(chunks.span(cid), truth) for cid in ids], dtype=np.float64)
+            label = np.array([finds(chunks.span(cid), truth) for cid in ids], dtype=np.float64)
             features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
             out.append(Question(path.name, text, truth, ids, features, label, places.get(i, [])))
     return out
 
 
-def _finds(span: tuple[str, int, int], truth: Sequence[tuple[str, int, int]]) -> bool:
+def finds(span: tuple[str, int, int], truth: Sequence[tuple[str, int, int]]) -> bool:
     path, start, end = span
     return any(p == path and iou(start, end, s, e) > IOU_THRESHOLD for p, s, e in truth)
 
@@ -138,10 +138,12 @@ def ranked_hits(q: Question, weights: np.ndarray, retriever: Retriever, headings
 def recall(q: Question, weights: np.ndarray, retriever: Retriever, headings: bool = True) -> dict[int, float]:
     """recall@k of ``q`` ranked by ``weights``."""
     top = ranked_hits(q, weights, retriever, headings)
-    return {
-        k: sum(any(_finds((h.file_path, h.start, h.end), [t]) for h in top[:k]) for t in q.truth) / len(q.truth)
-        for k in RECALL_KS
-    }
+    return {k: found_share(q.truth, top[:k]) for k in RECALL_KS}
+
+
+def found_share(truth: Sequence[tuple[str, int, int]], hits: Sequence[Hit]) -> float:
+    """Share of the ``truth`` spans that some hit finds by the grading rule."""
+    return sum(any(finds((h.file_path, h.start, h.end), [t]) for h in hits) for t in truth) / len(truth)
 
 
 def anatomy(questions: list[Question], weights: np.ndarray, retriever: Retriever) -> str:
@@ -153,7 +155,7 @@ def anatomy(questions: list[Question], weights: np.ndarray, retriever: Retriever
         row[0] += 1
         top = ranked_hits(q, weights, retriever)
         truth = q.truth[0]
-        found = [i for i, h in enumerate(top) if _finds((h.file_path, h.start, h.end), [truth])]
+        found = [i for i, h in enumerate(top) if finds((h.file_path, h.start, h.end), [truth])]
         if found and found[0] < 5:
             continue
         row[1] += 1

@@ -2,25 +2,30 @@
 
 Each tunable is a short list of settings around the shipped one: BM25 k1 and b, the section text
 indexed under heading lines, the chunkers' target size (index side: the index is rebuilt in a
-temporary folder for each setting) and the precision stage's candidate depth (query side). For
-every setting, each question's recall comes from :func:`cv.cross_validate` (the ranker's weights
-fitted without the question's fold). Then, fold by fold, the setting with the best pooled
-recall@5 on the *other* folds is chosen (ties go to the shipped setting) and the held-out fold is
-scored with it: the "selected out of fold" figure is what choosing the setting by data earns on
-questions the choice never saw. A tunable whose selection does not beat its shipped setting out
-of fold keeps the shipped value.
+temporary folder for each setting), the precision stage's candidate depth (query side), and the
+fusion of vectors: the vector list's weight and floor, on the repository indexed again with
+vectors (shipped: no vectors). For every setting, each question's recall is out of fold: the
+ranker's weights are fitted without the question's fold (:func:`cv.cross_validate`; for the
+fusion, the file-name weight is fitted on the other folds and the retriever itself searches).
+Then, fold by fold, the setting with the best pooled recall@5 on the *other* folds is chosen
+(ties go to the shipped setting) and the held-out fold is scored with it: the "selected out of
+fold" figure is what choosing the setting by data earns on questions the choice never saw. A
+tunable whose selection does not beat its shipped setting out of fold keeps the shipped value.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cv import Question, collect, cross_validate, folds_of, index_params, rebuilt_recall
+from cv import K, Question, collect, cross_validate, fit, folds_of, found_share, index_params, rebuilt_recall
 
+from fastrag.evaluation.recall import RECALL_KS
+from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
 from fastrag.retrieval.retriever import Retriever
 
@@ -39,6 +44,10 @@ INTRO = (
 )
 #: Query-side tunables: candidates the precision stage re-ranks.
 DEPTHS = (30, 50, 100)
+#: Fusion of vectors (an index rebuilt with ``--vectors docs``): the vector list's weight beside
+#: BM25's 1.0, and the best cosine it needs to join (the floor); the shipped setting is no vectors.
+FUSION_GRID = [(w, g) for w in (0.1, 0.25, 0.5, 1.0) for g in (0.5, 0.6, 0.7)]
+VECTOR_MODE = "docs"
 
 PerQuestion = list[dict[int, float]]
 
@@ -103,4 +112,37 @@ def grid_table(
         for d in depths
     ]
     row("precision depth", [str(d) for d in depths], depths.index(precision.DEPTH), per_depth)
+    if params.embed == "none":
+        names = ["no vectors", *(f"weight {w} floor {g}" for w, g in FUSION_GRID)]
+        row(f"vector fusion (`--vectors {VECTOR_MODE}`)", names, 0, fusion_recall(retriever, params, questions, folds))
     return "\n".join(lines)
+
+
+def fusion_recall(
+    retriever: Retriever, params: IndexParams, questions: list[Question], folds: int
+) -> list[PerQuestion]:
+    """Out-of-fold recall of every question with no vectors, then with each :data:`FUSION_GRID` setting
+    on the repository indexed again with vectors (:data:`VECTOR_MODE`). Each fold's questions are
+    searched by the retriever itself, its file-name weight fitted on the other folds."""
+    repo = Path(str(retriever.index.manifest["repo_path"]))
+    root = str(retriever.index.manifest.get("display_root") or "")
+    fold = folds_of(len(questions), folds)
+    ratios = []
+    for f in range(folds):
+        w = fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES)))
+        ratios.append(float(w[1] / w[0]) if w[0] > 0 else 0.0)
+    with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
+        build_index(repo, Path(tmp), dataclasses.replace(params, embed=VECTOR_MODE), display_root=root, progress=False)
+        hybrid = Retriever.open(Path(tmp), retriever.models_dir)
+        out: list[PerQuestion] = []
+        for weight, floor in [(0.0, 1.0), *FUSION_GRID]:
+            hybrid.vector_weight, hybrid.vector_gate = weight, floor if weight > 0 else float("inf")
+            per: PerQuestion = [{} for _ in questions]
+            for f in range(folds):
+                hybrid.precision.name_weight = ratios[f]
+                rows = np.nonzero(fold == f)[0]
+                found = hybrid.search_many([questions[i].text for i in rows], K)
+                for i, hits in zip(rows, found):
+                    per[i] = {k: found_share(questions[i].truth, hits[:k]) for k in RECALL_KS}
+            out.append(per)
+        return out

@@ -33,7 +33,8 @@ from fastrag.indexing.vectors import (
     text_key,
 )
 from fastrag.retrieval.batching import Combiner
-from fastrag.retrieval.retriever import Retriever
+from fastrag.retrieval.fusion import RRF_C
+from fastrag.retrieval.retriever import VECTOR_GATE, VECTOR_WEIGHT, Retriever
 
 #: Vectors are opt-in; these tests build indexes with the docs embedded.
 DOCS = IndexParams(embed="docs")
@@ -371,6 +372,29 @@ def test_index_embeds_the_docs(embedder: Embedder, tmp_path: Path) -> None:
         build_index(repo, tmp_path / "bad", IndexParams(embed="everything"), progress=False)
 
 
+def test_the_fusion_weight_and_floor_are_the_retrievers_own(embedder: Embedder, tmp_path: Path) -> None:
+    """The vector list's weight and floor are attributes of one retriever (what ``benches/cv_grid.py``
+    varies): above every cosine, the floor leaves BM25 alone; below, the weight scales the vector list."""
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", DOCS, display_root="repo", progress=False, embedder=embedder)
+    retriever = Retriever.open(tmp_path / "ix")
+    query = "load a LoRA adapter at runtime"
+    lexical = retriever.search(query, 3, mode="lexical")
+    retriever.vector_gate = float("inf")
+    assert retriever.search(query, 3) == lexical
+    retriever.vector_gate = -1.0
+    scores = []
+    for weight in (1.0, 1000.0):
+        retriever.vector_weight = weight
+        top = retriever.search(query, 1)[0]
+        assert top.file_path == "repo/docs/lora.md"
+        scores.append(top.score)
+    # RRF: a list adds weight / (c + rank); BM25 alone could give at most 2 / (c + 1)
+    assert scores[0] <= 2 / (RRF_C + 1) and scores[1] >= 1000 / (RRF_C + 2)
+    other = Retriever.open(tmp_path / "ix")
+    assert (other.vector_weight, other.vector_gate) == (VECTOR_WEIGHT, VECTOR_GATE)
+
+
 def snapshot(index_dir: Path, embedder: Embedder) -> tuple[list[int], np.ndarray, list[list[tuple[int, float]]]]:
     index = load_index(index_dir)
     assert isinstance(index.vectors, VectorIndex)
@@ -449,7 +473,7 @@ def test_lexical_search_never_imports_the_vector_stack(embedder: Embedder, tmp_p
         "import sys\n"
         "from pathlib import Path\n"
         "from fastrag.indexing.generations import load_index\n"
-        "from fastrag.retrieval.retriever import Retriever\n"
+        "from fastrag.retrieval.retriever import VECTOR_GATE, VECTOR_WEIGHT, Retriever\n"
         f"assert load_index(Path({str(tmp_path / 'ix')!r})).has_vectors\n"
         f"hits = Retriever.open(Path({str(tmp_path / 'lex')!r})).search('lora adapter', 3)\n"
         "assert hits, hits\n"

@@ -78,6 +78,10 @@ class Retriever:
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
         self.focus = FOCUS
+        #: Weight of the vector list in the fusion, and the best cosine it needs to join it
+        #: (:data:`VECTOR_WEIGHT`, :data:`VECTOR_GATE`; ``benches/cv_grid.py`` varies them).
+        self.vector_weight = VECTOR_WEIGHT
+        self.vector_gate = VECTOR_GATE
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -135,7 +139,7 @@ class Retriever:
                 continue
             lex = lexical[i] if lexical is not None else None
             vec = vector[i] if vector is not None else None
-            weak = vec is not None and lex is not None and (not vec or vec[0][1] < VECTOR_GATE)
+            weak = vec is not None and lex is not None and (not vec or vec[0][1] < self.vector_gate)
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
                 lex = self.precision.rerank(analysed, lex) if lex is not None else None
@@ -146,7 +150,7 @@ class Retriever:
                 ranked = vec
             else:
                 ranked = rrf(
-                    [[cid for cid, _ in lex], [cid for cid, _ in vec]], weights=[LEXICAL_WEIGHT, VECTOR_WEIGHT]
+                    [[cid for cid, _ in lex], [cid for cid, _ in vec]], weights=[LEXICAL_WEIGHT, self.vector_weight]
                 )
             ranked = nested_first(ranked, chunks)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
