@@ -78,9 +78,8 @@ class Row:
 def weights(retriever: Retriever, name: float) -> Iterator[None]:
     """Run with another file-name weight in the precision stage."""
     old = retriever.precision
-    retriever.precision = Precision(
-        retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file, name
-    )
+    index = retriever.index
+    retriever.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file, index.definitions, name)
     try:
         yield
     finally:

@@ -6,7 +6,7 @@ temporary folder for each setting), the precision stage's candidate depth (query
 fusion of vectors: the vector list's weight and floor, on the repository indexed again with
 vectors (shipped: no vectors). For every setting, each question's recall is out of fold: the
 ranker's weights are fitted without the question's fold (:func:`cv.cross_validate`; for the
-fusion, the file-name weight is fitted on the other folds and the retriever itself searches).
+fusion, the ranker's weights are fitted on the other folds and the retriever itself searches).
 Then, fold by fold, the setting with the best pooled recall@5 on the *other* folds is chosen
 (ties go to the shipped setting) and the held-out fold is scored with it: the "selected out of
 fold" figure is what choosing the setting by data earns on questions the choice never saw. A
@@ -123,14 +123,13 @@ def fusion_recall(
 ) -> list[PerQuestion]:
     """Out-of-fold recall of every question with no vectors, then with each :data:`FUSION_GRID` setting
     on the repository indexed again with vectors (:data:`VECTOR_MODE`). Each fold's questions are
-    searched by the retriever itself, its file-name weight fitted on the other folds."""
+    searched by the retriever itself, its ranker's weights fitted on the other folds."""
     repo = Path(str(retriever.index.manifest["repo_path"]))
     root = str(retriever.index.manifest.get("display_root") or "")
     fold = folds_of(len(questions), folds)
-    ratios = []
-    for f in range(folds):
-        w = fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES)))
-        ratios.append(float(w[1] / w[0]) if w[0] > 0 else 0.0)
+    fitted = [
+        fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES))) for f in range(folds)
+    ]
     with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
         build_index(repo, Path(tmp), dataclasses.replace(params, embed=VECTOR_MODE), display_root=root, progress=False)
         hybrid = Retriever.open(Path(tmp), retriever.models_dir)
@@ -139,7 +138,8 @@ def fusion_recall(
             hybrid.vector_weight, hybrid.vector_gate = weight, floor if weight > 0 else float("inf")
             per: PerQuestion = [{} for _ in questions]
             for f in range(folds):
-                hybrid.precision.name_weight = ratios[f]
+                relative = fitted[f] / fitted[f][0] if fitted[f][0] > 0 else np.zeros(len(fitted[f]))
+                hybrid.precision.name_weight, hybrid.precision.definitions_weight = map(float, relative[1:])
                 rows = np.nonzero(fold == f)[0]
                 found = hybrid.search_many([questions[i].text for i in rows], K)
                 for i, hits in zip(rows, found):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fastrag.indexing.builder import build_index
 from fastrag.indexing.chunking.layers import heading_lines
+from fastrag.indexing.generations import FORMAT_VERSION
 from fastrag.indexing.records import IndexParams
 from fastrag.retrieval import precision
 from fastrag.retrieval.filters import SearchFilter
@@ -188,23 +189,28 @@ def test_other_questions_get_no_heading_line(retriever: Retriever) -> None:
 def test_the_index_keeps_heading_lines_apart(retriever: Retriever) -> None:
     headings = retriever.index.headings
     assert len(headings) == 8 and headings.bm25.num_docs == 8  # 2 + 5 (3 headings, 2 anchors) + 1
-    assert retriever.index.bm25.num_docs == len(retriever.index.chunks)
-    assert json.loads((retriever.index.path / "manifest.json").read_text())["format_version"] == 2
+    assert retriever.index.bm25.num_docs == retriever.index.definitions.num_docs == len(retriever.index.chunks)
+    assert json.loads((retriever.index.path / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
 
 
 def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever) -> None:
     weights = precision.load_weights()
     assert tuple(weights) == precision.FEATURES and weights["first_stage"] > 0
     assert precision.NAME_WEIGHT == weights["file_name"] / weights["first_stage"]
+    assert precision.DEFINITIONS_WEIGHT == weights["definitions"] / weights["first_stage"]
     query = analyse("torch profiler for a run", retriever.index.bm25)
     ranked = retriever.lexical.search(query.text, 10)
     rows = retriever.precision.features(query, ranked)
+    name_weight, definitions_weight = precision.NAME_WEIGHT, precision.DEFINITIONS_WEIGHT
     expected = sorted(
-        ((cid, first + precision.NAME_WEIGHT * name) for (cid, _), (first, name) in zip(ranked, rows)),
+        (
+            (cid, first + name_weight * name + definitions_weight * defined)
+            for (cid, _), (first, name, defined) in zip(ranked, rows)
+        ),
         key=lambda item: (-item[1], item[0]),
     )
     assert retriever.precision.rerank(query, ranked) == expected
-    assert rows[0][0] == 1.0 and all(0 <= f <= 1 and 0 <= n <= 1 for f, n in rows)
+    assert rows[0][0] == 1.0 and all(0 <= f <= 1 and 0 <= n <= 1 and d >= 0 for f, n, d in rows)
 
 
 def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:

@@ -14,7 +14,7 @@ from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.indexing import builder as index_module
 from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
-from fastrag.indexing.generations import current_generation, load_index
+from fastrag.indexing.generations import DEFINITIONS_BM25, current_generation, load_index
 from fastrag.retrieval.retriever import Retriever
 
 QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
@@ -123,6 +123,15 @@ def test_load_errors_are_user_errors(tmp_path: Path) -> None:
     ix = tmp_path / "ix"
     build_index(repo, ix, display_root="repo", progress=False)
     gen = ix / (ix / "CURRENT").read_text()
+    definitions = (gen / DEFINITIONS_BM25).read_bytes()
+    (gen / DEFINITIONS_BM25).unlink()
+    with pytest.raises(UserError, match="unreadable"):
+        load_index(ix)
+    (gen / DEFINITIONS_BM25).write_bytes(definitions[: len(definitions) // 2])
+    with pytest.raises(UserError, match="damaged|unreadable"):
+        load_index(ix)
+    (gen / DEFINITIONS_BM25).write_bytes(definitions)
+    assert load_index(ix).definitions.num_docs == len(load_index(ix).chunks)
     (gen / "bm25.bin").write_bytes(b"")
     with pytest.raises(UserError, match="damaged|unreadable"):
         load_index(ix)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from fastrag import _core
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.chunking import chunk_file
+from fastrag.indexing.texts import defined_names
 from fastrag.retrieval.precision import FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
@@ -271,3 +272,110 @@ def test_chunks_of_the_sample_are_long_enough_to_recut() -> None:
     # guards the re-cut tests above: the evidence file must be cut into spans wider than the window
     chunks = chunk_file("a.md", FILLER + EVIDENCE + FILLER, 2000)
     assert max(c.end - c.start for c in chunks) > 400
+
+
+# ----------------------------------------------------------------------------- definitions
+
+UTILS = '''"""Process helpers."""
+
+import time
+
+
+def shutdown_workers(procs, timeout=5.0):
+    """Terminate every worker process, then wait up to ``timeout`` seconds for each to exit."""
+    for p in procs:
+        p.terminate()
+    deadline = time.monotonic() + timeout
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+'''
+ENGINE = '''"""The engine loop."""
+
+from pkg.utils import shutdown_workers
+
+
+class Engine:
+    def close(self):
+        shutdown_workers(self.workers)
+
+    def restart(self):
+        shutdown_workers(self.spares)
+        self.start()
+'''
+#: A caller that names the function more often than its definition does, among modules defining other names.
+DEFINING_REPO = {
+    "pkg/utils.py": UTILS,
+    "pkg/engine.py": ENGINE,
+    **{f"pkg/mod{i}.py": f"def helper_{i}(x):\n    return x + {i}\n\n\nclass Thing{i}:\n    pass\n" for i in range(6)},
+}
+
+
+def test_defined_names_in_every_language_the_chunkers_parse() -> None:
+    source = """
+def plain(x): ...
+    async def waiter():
+class Config(Base):
+pub fn run(&self) -> i32 {
+pub(crate) struct Slot {
+impl Scheduler {
+trait Policy {
+enum Kind {
+func Serve(w http.ResponseWriter) {
+export function render() {}
+export class Widget {}
+interface Props {}
+type Alias = string;
+static inline int helper(void) {
+x = define(y)
+    value: int = 3
+# see def not_a_definition
+return classify(z)
+"""
+    assert defined_names(source) == sorted(
+        ["plain", "waiter", "Config", "run", "Slot", "Scheduler", "Policy", "Kind", "Serve", "render", "Widget"]
+        + ["Props", "Alias"]
+    )
+    # a chunk's context (its enclosing signatures) makes it part of the enclosing definitions
+    assert defined_names("class ModelConfig:\n    def verify(self) -> None:\n        x = 1") == [
+        "ModelConfig",
+        "verify",
+    ]
+
+
+def test_the_index_holds_what_every_chunk_defines(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    for rel, text in DEFINING_REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
+    index = Retriever.open(tmp_path / "index").index
+    assert index.definitions.num_docs == len(index.chunks)
+    by_path = {index.chunks.span(c)[0]: c for c in range(len(index.chunks))}
+    utils, engine = by_path["repo/pkg/utils.py"], by_path["repo/pkg/engine.py"]
+    scores = index.definitions.score_docs("shutdown_workers", [utils, engine])
+    assert scores[0] > 0 and scores[1] == 0  # engine.py only calls it
+    # whole identifiers only: a part of a defined name is not a definition
+    assert index.definitions.score_docs("shutdown", [utils]) == [0.0]
+    assert index.definitions.score_docs("Engine restart", [engine])[0] > 0
+
+
+def test_the_chunk_that_defines_what_the_question_names_comes_first(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    for rel, text in DEFINING_REPO.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
+    retriever = Retriever.open(tmp_path / "index")
+    question = "How long does shutdown_workers wait for the workers?"
+    plain = [h.file_path for h in retriever.search(question, 2, "lexical", precision=False)]
+    assert plain == ["repo/pkg/engine.py", "repo/pkg/utils.py"]  # the caller says it twice
+    assert [h.file_path for h in retriever.search(question, 2, "lexical")] == plain[::-1]
+    query = analyse(question, retriever.index.bm25)
+    ranked = retriever.lexical.search(question, 10)
+    defined = sorted(retriever.precision.defined(query, [c for c, _ in ranked]), reverse=True)
+    assert defined[0] > 0 and defined[1] == 0  # one chunk defines it
+    assert retriever.precision.defined(analyse("", retriever.index.bm25), [c for c, _ in ranked]) == [0.0] * len(ranked)
+    retriever.precision.definitions_weight = 0.0
+    assert [h.file_path for h in retriever.search(question, 2, "lexical")] == plain
+    without = Precision(retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file)
+    assert without.defined(query, [c for c, _ in ranked]) == [0.0] * len(ranked)

@@ -107,6 +107,12 @@ def test_sharded_ranking_equals_one_index(tmp_path: Path) -> None:
     assert got == results(single)
     repos_hit = {path.split("/")[0] for hits in got for path, *_ in hits}
     assert repos_hit == set(REPOS)
+    # the names each chunk defines merge in chunk order, scored with corpus-wide statistics too
+    mine, theirs = sharded.index.definitions, single.index.definitions
+    ids = list(range(len(sharded.index.chunks)))
+    defined = mine.score_docs("add_request load_lora_adapter LLMEngine", ids)
+    assert mine.num_docs == len(ids) and defined == theirs.score_docs("add_request load_lora_adapter LLMEngine", ids)
+    assert sum(score > 0 for score in defined) >= 2
     # a shard's own statistics would give another score: the idf is corpus-wide
     lora_alone = Retriever.open(tmp_path / "sharded" / "shards" / "lora")
     assert lora_alone.index.bm25.idf("lora") != sharded.index.bm25.idf("lora")

@@ -37,6 +37,8 @@ from fastrag.indexing.chunking.bridges import with_bridges
 from fastrag.indexing.chunking.layers import heading_lines, markdown_layers
 from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
 from fastrag.indexing.generations import (
+    CHUNKS_BM25,
+    DEFINITIONS_BM25,
     FORMAT_VERSION,
     HEADINGS_BM25,
     HEADINGS_TABLE,
@@ -199,10 +201,10 @@ def finish_index(
     started = time.perf_counter()
     repo_path, index_dir, params, root, ordered = plan.repo_path, plan.index_dir, plan.params, plan.root, plan.records
     spec = params.embed_spec()
-    docs, heading_docs = indexed_texts(repo_path, ordered, plan.text_prefix, params.heading_body)
-    bm25 = _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem)
-    headings = _core.Bm25Index.build(
-        heading_docs, k1=params.k1, b=params.b, stopwords=params.stopwords, stem=params.stem
+    indexed = indexed_texts(repo_path, ordered, plan.text_prefix, params.heading_body)
+    bm25, headings, definitions = (
+        _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, parts=parts, stem=params.stem)
+        for docs, parts in ((indexed.chunks, True), (indexed.headings, True), (indexed.definitions, False))
     )
     vectors = None
     embed_model = ""
@@ -217,7 +219,7 @@ def finish_index(
     report.path = publish(
         index_dir,
         lambda staging: _write_generation(
-            staging, ordered, bm25, headings, params, root, repo_path, vectors, embed_model
+            staging, ordered, (bm25, headings, definitions), params, root, repo_path, vectors, embed_model
         ),
     )
     report.seconds += time.perf_counter() - started
@@ -371,17 +373,17 @@ def _embed_cached(
 def _write_generation(
     staging: Path,
     records: list[FileRecord],
-    bm25: _core.Bm25Index,
-    headings: _core.Bm25Index,
+    indexes: tuple[_core.Bm25Index, _core.Bm25Index, _core.Bm25Index],
     params: IndexParams,
     root: str,
     repo_path: Path,
     vectors: VectorIndex | None = None,
     embed_model: str = "",
 ) -> None:
-    """Write every file of a generation into ``staging``."""
-    bm25.save(str(staging / "bm25.bin"))
-    headings.save(str(staging / HEADINGS_BM25))
+    """Write every file of a generation into ``staging`` (``indexes``: the BM25 indexes of the
+    chunks, of the heading lines and of the chunks' definitions)."""
+    for index, name in zip(indexes, (CHUNKS_BM25, HEADINGS_BM25, DEFINITIONS_BM25)):
+        index.save(str(staging / name))
     if vectors is not None:
         vectors.save(staging)
     table: dict[str, list[Any]] = {

@@ -104,7 +104,8 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
     """One searchable index over ``shards`` (name, loaded shard), in order.
 
     The shards' heading lines are merged the same way (their own BM25, file ids offset like the
-    chunks'), so questions asking where something is documented work on shards too.
+    chunks'), so questions asking where something is documented work on shards too; so are the
+    chunks' definitions (one document per chunk, in chunk order).
     Its ``path`` is ``index_dir/shards-<digest>``, named after the shards' generations (as
     :func:`live_name`); no folder holds it. Its manifest lists the shards (:data:`SHARDS_KEY`): where
     each shard's files are (:class:`fastrag.indexing.sources.Sources`) and its vectors, searched as one
@@ -119,6 +120,7 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
     try:
         bm25 = _core.Bm25Index.merge([s.bm25 for _, s in shards])
         heading_bm25 = _core.Bm25Index.merge([s.headings.bm25 for _, s in shards])
+        definitions = _core.Bm25Index.merge([s.definitions for _, s in shards])
     except ValueError as exc:
         raise UserError(f"the shards of {index_dir} cannot be merged ({exc}): re-run `index --repos`") from exc
     paths: list[str] = []
@@ -157,4 +159,4 @@ def merge_shards(index_dir: Path, shards: Sequence[tuple[str, LoadedIndex]]) -> 
     }
     name = _set_name(f"{n}:{s.path.name}" for n, s in shards)
     headings = HeadingTable(heading_file, heading_start, heading_end, heading_bm25)
-    return LoadedIndex(index_dir / name, manifest, ChunkTable(paths, file, start, end), bm25, headings)
+    return LoadedIndex(index_dir / name, manifest, ChunkTable(paths, file, start, end), bm25, headings, definitions)

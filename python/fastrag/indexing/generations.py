@@ -10,6 +10,7 @@ Layout under the index directory::
         bm25.bin       the native BM25 index (magic, version, checksum)
         headings.json  the heading lines of Markdown / reST files: file/start/end per line
         headings.bin   their own BM25 index (questions that ask where something is documented)
+        definitions.bin  a BM25 index of the names each chunk defines (one document per chunk)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
@@ -44,8 +45,10 @@ if TYPE_CHECKING:
     from fastrag.indexing.vectors import ShardedVectors, VectorIndex
 
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 CURRENT_FILE = "CURRENT"
+CHUNKS_BM25 = "bm25.bin"
+DEFINITIONS_BM25 = "definitions.bin"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 LOCK_FILE = ".lock"
@@ -171,6 +174,8 @@ class HeadingTable:
 class LoadedIndex:
     """A generation loaded for searching.
 
+    ``definitions``: one BM25 document per chunk holding the names it defines (its ``class`` /
+    ``def`` / ``fn`` lines and those of its enclosing signatures; identifiers whole, not split).
     The vector index is loaded on first use of :attr:`vectors`, so that lexical search never
     imports usearch (nor the embedder's OpenVINO).
     """
@@ -180,6 +185,7 @@ class LoadedIndex:
     chunks: ChunkTable
     bm25: _core.Bm25Index
     headings: HeadingTable
+    definitions: _core.Bm25Index
     _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -249,17 +255,18 @@ def load_index(index_dir: Path) -> LoadedIndex:
             raise UserError(f"the index in {index_dir} has an older format: {hint} again")
         raw = json.loads((gen / "chunks.json").read_text())
         table = ChunkTable(raw["paths"], raw["file"], raw["start"], raw["end"])
-        bm25 = _core.Bm25Index.load(str(gen / "bm25.bin"))
+        bm25 = _core.Bm25Index.load(str(gen / CHUNKS_BM25))
         raw = json.loads((gen / HEADINGS_TABLE).read_text())
         headings = HeadingTable(raw["file"], raw["start"], raw["end"], _core.Bm25Index.load(str(gen / HEADINGS_BM25)))
+        definitions = _core.Bm25Index.load(str(gen / DEFINITIONS_BM25))
     except UserError:
         raise
     except _core.IndexFormatError as exc:
         raise UserError(f"the index in {index_dir} is damaged ({exc})") from exc
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise UserError(f"the index in {index_dir} is unreadable ({exc}): {hint} again") from exc
-    consistent = bm25.num_docs == len(table) and len(table.file) == len(table.end) == len(table)
+    consistent = bm25.num_docs == definitions.num_docs == len(table) and len(table.file) == len(table.end) == len(table)
     consistent = consistent and headings.bm25.num_docs == len(headings) == len(headings.file) == len(headings.end)
     if not consistent or any(f >= len(table.paths) for f in headings.file):
         raise UserError(f"the index in {index_dir} is inconsistent: {hint} again")
-    return LoadedIndex(gen, manifest, table, bm25, headings)
+    return LoadedIndex(gen, manifest, table, bm25, headings, definitions)

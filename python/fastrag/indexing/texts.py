@@ -1,9 +1,12 @@
-"""What BM25 indexes for every span: the texts of the chunk index and of the heading-line index."""
+"""What BM25 indexes for every span: the texts of the chunk index, of the heading-line index and
+of the definitions index."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from fastrag.config import HEADING_BODY_SIZE
 from fastrag.indexing.chunking import Chunk
@@ -11,24 +14,55 @@ from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.sources import display_path
 
-__all__ = ["indexed_texts", "with_body"]
+__all__ = ["DEFINITION", "IndexedTexts", "defined_names", "indexed_texts", "with_body"]
+
+#: A definition at the start of a line, in the languages the chunkers parse: a keyword (``def``,
+#: ``class``, ``fn``, ``func``, ``function``, ``struct``, ``enum``, ``trait``, ``interface``,
+#: ``type``, ``impl``), after modifiers such as ``async`` or ``pub``, then the name it defines.
+#: Assignments and annotated fields are not definitions here: counted too, they lost recall
+#: (most are local variables, not what a question asks about; benches/RESULTS.md).
+DEFINITION = re.compile(
+    r"^[ \t]*(?:(?:pub(?:\([^)]*\))?|async|static|export|inline|virtual|const|public|private|protected)\s+)*"
+    r"(?:def|class|fn|func|function|struct|enum|trait|interface|type|impl)\s+([A-Za-z_]\w*)",
+    re.MULTILINE,
+)
+
+
+class IndexedTexts(NamedTuple):
+    """The documents of an index's three BM25 indexes (see :func:`indexed_texts`)."""
+
+    chunks: list[str]
+    headings: list[str]
+    definitions: list[str]
 
 
 def indexed_texts(
     repo_path: Path, records: Iterable[FileRecord], prefix: str = "", heading_body: int = HEADING_BODY_SIZE
-) -> tuple[list[str], list[str]]:
+) -> IndexedTexts:
     """The texts BM25 indexes for every chunk and for every heading line: relative path (below
     ``prefix``, if any), context, then the span itself (for a heading line, with the start of its
-    section: ``heading_body`` characters at most, :func:`with_body`)."""
+    section: ``heading_body`` characters at most, :func:`with_body`); and for every chunk, the names
+    it defines or lies inside the definition of (:func:`defined_names` of its context and span)."""
     docs: list[str] = []
     heading_docs: list[str] = []
+    definitions: list[str] = []
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
         shown = display_path(prefix, record.rel_path)
-        docs.extend(f"{shown}\n{c.context}\n{text[c.start : c.end]}" for c in record.chunks)
+        for c in record.chunks:
+            span = text[c.start : c.end]
+            docs.append(f"{shown}\n{c.context}\n{span}")
+            definitions.append(" ".join(defined_names(f"{c.context}\n{span}")))
         sections = with_body(record.headings, heading_body)
         heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in sections)
-    return docs, heading_docs
+    return IndexedTexts(docs, heading_docs, definitions)
+
+
+def defined_names(text: str) -> list[str]:
+    """The names ``text`` defines (:data:`DEFINITION`), sorted, each once. With a chunk's context
+    (its enclosing ``class`` / ``def`` / ``impl`` signatures) in ``text``, a chunk inside a class
+    counts as part of that class's definition."""
+    return sorted({m.group(1) for m in DEFINITION.finditer(text)})
 
 
 def with_body(headings: list[Chunk], size: int) -> Iterator[tuple[Chunk, int]]:

@@ -12,9 +12,20 @@ cannot see decides many of the questions it gets wrong:
   identifier variants (:func:`fastrag.retrieval.query.identifier_variants`: "DeepSeek model" also
   spells ``deepseekmodel``).
 
-The new score of a candidate is ``score / best score + name weight × name match`` (a linear
-ranker, :data:`FEATURES`); the candidates are then sorted again. The weight is learned by pooled
-cross-validation (``benches/cv.py``, benches/RESULTS.md "Cross-validation"), not set by hand.
+* **what the chunk defines** — "the shutdown helper in vllm/v1/utils.py", "the default
+  ``lora_int_id`` value", "``Gemma3nAttention``'s softmax scale": among chunks that all mention the
+  named identifier (its callers, its tests, the file's other functions), the one that *defines*
+  it, or lies inside its definition, is usually the answer. The index holds, for every chunk, the
+  names of its ``def`` / ``class`` / ``fn`` / ``struct`` … lines and of its enclosing signatures
+  (:func:`fastrag.indexing.texts.defined_names`) as a BM25 document of whole identifiers; a
+  candidate's feature is the BM25 score of the question (and its identifier variants) against it,
+  relative to the largest idf of that index, so that a name defined in many chunks (``forward``,
+  ``__init__``) counts for little. Questions that spell no identifier score 0 everywhere.
+
+The new score of a candidate is ``score / best score + name weight × name match + definitions
+weight × definitions`` (a linear ranker, :data:`FEATURES`); the candidates are then sorted again.
+The weights are learned by pooled cross-validation (``benches/cv.py``, benches/RESULTS.md
+"Cross-validation"), not set by hand.
 
 **Re-cutting** (``focus`` > 0, off by default): each returned span is narrowed to the window of
 at most ``focus`` characters (whole lines where they fit) that holds the densest query evidence — the sum over
@@ -43,13 +54,14 @@ from fastrag.indexing.sources import Sources, display_path
 from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
-#: its first-stage score / the list's best, and the file-name match. (The BM25 score of the
+#: its first-stage score / the list's best, the file-name match and the definitions the question
+#: names. (The BM25 score of the
 #: question's identifier variants was a third feature until pooled cross-validation showed it earned
 #: +0.004 recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The
 #: weights are learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled question
 #: sets, with 5-fold cross-validation by question) and writes them, with the data they were fitted
 #: on named beside them, to :data:`RANKER_FILE` in this package.
-FEATURES = ("first_stage", "file_name")
+FEATURES = ("first_stage", "file_name", "definitions")
 RANKER_FILE = "ranker.json"
 
 
@@ -68,6 +80,9 @@ _WEIGHTS = load_weights()
 #: Weight of a file-name match (× the name's idf / the index's largest idf), relative to the
 #: first-stage score's weight.
 NAME_WEIGHT = _WEIGHTS["file_name"] / _WEIGHTS["first_stage"]
+#: Weight of the definitions match (BM25 of the question against the names a chunk defines / that
+#: index's largest idf), relative to the first-stage score's weight.
+DEFINITIONS_WEIGHT = _WEIGHTS["definitions"] / _WEIGHTS["first_stage"]
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
@@ -101,8 +116,9 @@ class Scorer(Protocol):
 class Precision:
     """Re-ranks candidate chunks (and re-cuts spans) for one index.
 
-    ``paths``: the index's file paths; ``file_of``: the file index of every chunk. Per-file work
-    (the name's tokens) is cached, so a dataset run pays for each file once.
+    ``paths``: the index's file paths; ``file_of``: the file index of every chunk; ``definitions``:
+    the index of the names each chunk defines, one document per chunk (``None``: no chunk defines
+    anything). Per-file work (the name's tokens) is cached, so a dataset run pays for each file once.
     """
 
     def __init__(
@@ -110,13 +126,18 @@ class Precision:
         scorer: Scorer,
         paths: Sequence[str],
         file_of: Sequence[int],
+        definitions: Scorer | None = None,
         name_weight: float = NAME_WEIGHT,
+        definitions_weight: float = DEFINITIONS_WEIGHT,
     ) -> None:
         self.scorer = scorer
         self.paths = paths
         self.file_of = file_of
+        self.definitions = definitions
         self.name_weight = name_weight
+        self.definitions_weight = definitions_weight
         self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
+        self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs if definitions is not None else 1))
         self._names: dict[int, tuple[frozenset[str], float]] = {}
 
     def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -125,12 +146,15 @@ class Precision:
         if not ranked or ranked[0][1] <= 0:
             return list(ranked)
         rows = self.features(query, ranked)
-        weight = self.name_weight
-        rescored = [(cid, first + weight * name) for (cid, _), (first, name) in zip(ranked, rows)]
+        name_weight, definitions_weight = self.name_weight, self.definitions_weight
+        rescored = [
+            (cid, first + name_weight * name + definitions_weight * defined)
+            for (cid, _), (first, name, defined) in zip(ranked, rows)
+        ]
         rescored.sort(key=lambda item: (-item[1], item[0]))
         return rescored
 
-    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, float]]:
+    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, float, float]]:
         """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
         if not ranked:
             return []
@@ -138,7 +162,18 @@ class Precision:
         terms = query.all_terms
         file_of = self.file_of
         names = {f: self._match(f, terms) for f in {file_of[cid] for cid, _ in ranked}}
-        return [(score / best, names[file_of[cid]]) for cid, score in ranked]
+        defined = self.defined(query, [cid for cid, _ in ranked])
+        return [(score / best, names[file_of[cid]], d) for (cid, score), d in zip(ranked, defined)]
+
+    def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
+        """How strongly each chunk defines what the question names: the BM25 score of the question
+        and its identifier variants against the names the chunk defines, relative to the largest idf
+        of the definitions index (0 for all without one)."""
+        if self.definitions is None or not query.text:
+            return [0.0] * len(chunk_ids)
+        text = " ".join((query.text, *query.variants))
+        top = self._max_definition_idf
+        return [score / top for score in self.definitions.score_docs(text, chunk_ids)]
 
     def name_match(self, chunk_id: int, terms: frozenset[str]) -> float:
         """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the

@@ -74,7 +74,7 @@ class Retriever:
     def __init__(self, index: LoadedIndex, models_dir: Path = DEFAULT_MODELS_DIR) -> None:
         self.index = index
         self.lexical = LexicalSearcher(index.bm25)
-        self.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+        self.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file, index.definitions)
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
         self.focus = FOCUS
