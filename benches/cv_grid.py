@@ -2,11 +2,12 @@
 
 Each tunable is a short list of settings around the shipped one: BM25 k1 and b, the section text
 indexed under heading lines, the chunkers' target size (index side: the index is rebuilt in a
-temporary folder for each setting), the precision stage's candidate depth (query side), and the
-fusion of vectors: the vector list's weight and floor, on the repository indexed again with
-vectors (shipped: no vectors). For every setting, each question's recall is out of fold: the
+temporary folder for each setting, and ranked like :mod:`cv`'s main columns, on BM25 candidates),
+the precision stage's candidate depth (query side), and the fusion of vectors: no vectors, or the
+vector list's weight and floor (on the index's own vectors, or on the repository indexed again
+with vectors when it has none). For every setting, each question's recall is out of fold: the
 ranker's weights are fitted without the question's fold (:func:`cv.cross_validate`; for the
-fusion, the ranker's weights are fitted on the other folds and the retriever itself searches).
+fusion, the retriever itself searches, :func:`cv.searched_recall`).
 Then, fold by fold, the setting with the best pooled recall@5 on the *other* folds is chosen
 (ties go to the shipped setting) and the held-out fold is scored with it: the "selected out of
 fold" figure is what choosing the setting by data earns on questions the choice never saw. A
@@ -22,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cv import K, Question, collect, cross_validate, fit, folds_of, found_share, index_params, rebuilt_recall
+from cv import Question, collect, cross_validate, folds_of, index_params, rebuilt_recall, searched_recall
 
-from fastrag.evaluation.recall import RECALL_KS
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
 from fastrag.retrieval.retriever import Retriever
@@ -112,37 +112,34 @@ def grid_table(
         for d in depths
     ]
     row("precision depth", [str(d) for d in depths], depths.index(precision.DEPTH), per_depth)
-    if params.embed == "none":
-        names = ["no vectors", *(f"weight {w} floor {g}" for w, g in FUSION_GRID)]
-        row(f"vector fusion (`--vectors {VECTOR_MODE}`)", names, 0, fusion_recall(retriever, params, questions, folds))
+    names = ["no vectors", *(f"weight {w} floor {g}" for w, g in FUSION_GRID)]
+    per_fusion, shipped = fusion_recall(retriever, params, questions, folds)
+    row(f"vector fusion (`--vectors {VECTOR_MODE}`)", names, shipped, per_fusion)
     return "\n".join(lines)
 
 
 def fusion_recall(
     retriever: Retriever, params: IndexParams, questions: list[Question], folds: int
-) -> list[PerQuestion]:
-    """Out-of-fold recall of every question with no vectors, then with each :data:`FUSION_GRID` setting
-    on the repository indexed again with vectors (:data:`VECTOR_MODE`). Each fold's questions are
-    searched by the retriever itself, its ranker's weights fitted on the other folds."""
-    repo = Path(str(retriever.index.manifest["repo_path"]))
-    root = str(retriever.index.manifest.get("display_root") or "")
-    fold = folds_of(len(questions), folds)
-    fitted = [
-        fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES))) for f in range(folds)
-    ]
+) -> tuple[list[PerQuestion], int]:
+    """Out-of-fold recall of every question with no vectors, then with each :data:`FUSION_GRID` setting,
+    and which of them is shipped. The retriever's own index serves when it has vectors; otherwise
+    the repository is indexed again with vectors (:data:`VECTOR_MODE`). Each fold's questions are
+    searched by the retriever (:func:`cv.searched_recall`), its ranker's weights fitted on the other folds."""
     with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
-        build_index(repo, Path(tmp), dataclasses.replace(params, embed=VECTOR_MODE), display_root=root, progress=False)
-        hybrid = Retriever.open(Path(tmp), retriever.models_dir)
+        hybrid = retriever
+        if not retriever.index.has_vectors:
+            repo = Path(str(retriever.index.manifest["repo_path"]))
+            root = str(retriever.index.manifest.get("display_root") or "")
+            vectors = dataclasses.replace(params, embed=VECTOR_MODE)
+            build_index(repo, Path(tmp), vectors, display_root=root, progress=False)
+            hybrid = Retriever.open(Path(tmp), retriever.models_dir)
+        shipped = (hybrid.vector_weight, hybrid.vector_gate)
         out: list[PerQuestion] = []
-        for weight, floor in [(0.0, 1.0), *FUSION_GRID]:
-            hybrid.vector_weight, hybrid.vector_gate = weight, floor if weight > 0 else float("inf")
-            per: PerQuestion = [{} for _ in questions]
-            for f in range(folds):
-                relative = fitted[f] / fitted[f][0] if fitted[f][0] > 0 else np.zeros(len(fitted[f]))
-                hybrid.precision.name_weight, hybrid.precision.definitions_weight = map(float, relative[1:])
-                rows = np.nonzero(fold == f)[0]
-                found = hybrid.search_many([questions[i].text for i in rows], K)
-                for i, hits in zip(rows, found):
-                    per[i] = {k: found_share(questions[i].truth, hits[:k]) for k in RECALL_KS}
-            out.append(per)
-        return out
+        try:
+            for weight, floor in [(0.0, float("inf")), *FUSION_GRID]:
+                hybrid.vector_weight, hybrid.vector_gate = weight, floor
+                out.append(searched_recall(hybrid, questions, folds))
+        finally:
+            hybrid.vector_weight, hybrid.vector_gate = shipped
+    chosen = 1 + FUSION_GRID.index(shipped) if retriever.index.has_vectors and shipped in FUSION_GRID else 0
+    return out, chosen

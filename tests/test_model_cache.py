@@ -131,7 +131,11 @@ def test_a_cache_that_does_not_match_is_compiled_again(ir_dir: Path, tmp_path: P
     assert not cache_matches(cache, ir_dir, stamp["openvino"], "CPU")
     generator = load_generator(spec)
     assert generator.info.compiled == "saved"
-    assert cache_matches(cache, ir_dir, stamp["openvino"], "CPU") and _blob(cache).stat().st_size == size
+    # compiled again, whole: the stamp matches every cached file (a blob's size may differ by a few bytes
+    # between two compilations in one process, whatever else OpenVINO compiled before)
+    assert (
+        cache_matches(cache, ir_dir, stamp["openvino"], "CPU") and abs(_blob(cache).stat().st_size - size) < size // 100
+    )
     assert _answer(generator) == expected
     assert _siblings(cache) == []
 

@@ -47,8 +47,9 @@ def make_project(root: Path, files: dict[str, str] = SAMPLE_FILES, max_chunk_siz
 
 
 def index(root: Path, max_chunk_size: int = 2000) -> None:
-    """(Re)build the index as another process would (``python -m fastrag index``)."""
-    params = IndexParams(max_chunk_size=max_chunk_size, target_size=max_chunk_size)
+    """(Re)build the index as another process would (``python -m fastrag index --vectors none``):
+    lexical, so that these tests are about the server; those about its vectors build their own."""
+    params = IndexParams(max_chunk_size=max_chunk_size, target_size=max_chunk_size, embed="none")
     build_index(root / "data/raw/repo", root / "data/processed", params, display_root="data/raw/repo", progress=False)
 
 
@@ -509,9 +510,9 @@ def test_index_builds_a_new_generation_and_searches_follow(tmp_path: Path) -> No
     root = make_project(tmp_path)
     client = client_for(root)
     before = client.get("/healthz").json()["generation"]
-    again = client.post("/index", data={"repo_path": "data/raw/repo"}).json()
+    again = client.post("/index", data={"repo_path": "data/raw/repo", "vectors": "none"}).json()
     assert again["up_to_date"] is True and again["files"] == len(SAMPLE_FILES)
-    rebuilt = client.post("/index", json={"repo_path": "data/raw/repo", "max_chunk_size": 120})
+    rebuilt = client.post("/index", json={"repo_path": "data/raw/repo", "max_chunk_size": 120, "vectors": "none"})
     body = rebuilt.json()
     assert rebuilt.status_code == 200, body
     assert body["up_to_date"] is False and body["files"] == len(SAMPLE_FILES) and body["seconds"] >= 0

@@ -47,7 +47,7 @@ def with_vectors(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Shards without vectors (:func:`make_project`): what the servers read."""
-    return make_project(tmp_path_factory.mktemp("lexical"), IndexParams())
+    return make_project(tmp_path_factory.mktemp("lexical"), IndexParams(embed="none"))
 
 
 def spans(hits: list[list[Hit]]) -> list[list[tuple[str, int, int]]]:
@@ -98,7 +98,7 @@ def test_http_server_reads_every_shard_through_its_repository(project: Path, tmp
     results = body["results"]
     assert {r["file_path"].split("/")[0] for r in results} == set(REPOS)
     for r in results:  # text and line numbers, from the shard's own repository
-        text = (project / "data/raw" / r["file_path"]).read_text()
+        text = (project / "data/raw" / r["file_path"]).read_text(encoding="utf-8")
         assert r["text"] == text[r["first_character_index"] : r["last_character_index"]] and r["first_line"] >= 1
 
     span = client.get("/span", params={"path": "lora/lora.md", "start": 0, "end": 6}).json()
@@ -134,11 +134,14 @@ def test_mcp_tools_read_every_shard_through_its_repository(project: Path) -> Non
         hits = tools.search("adapter sampling temperature queue", 10, "hybrid", None, None)["hits"]
         assert {h["path"].split("/")[0] for h in hits} == set(REPOS)
         for h in hits:
-            text = (project / "data/raw" / h["path"]).read_text()
+            text = (project / "data/raw" / h["path"]).read_text(encoding="utf-8")
             assert h["snippet"] and h["snippet"][:20] == " ".join(text[h["start"] : h["end"]].split())[:20]
         first = hits[0]
         read = tools.read_span(first["path"], first["start"], first["end"])
-        assert read["text"] == (project / "data/raw" / first["path"]).read_text()[first["start"] : first["end"]]
+        assert (
+            read["text"]
+            == (project / "data/raw" / first["path"]).read_text(encoding="utf-8")[first["start"] : first["end"]]
+        )
         with pytest.raises(UserError, match="must lie inside data/"):
             tools.read_span("/etc/passwd", 0, 5)
         with pytest.raises(UserError, match="not a file of the index"):

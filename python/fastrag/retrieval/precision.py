@@ -140,6 +140,13 @@ class Precision:
         self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs if definitions is not None else 1))
         self._names: dict[int, tuple[frozenset[str], float]] = {}
 
+    def set_weights(self, relative: Sequence[float]) -> None:
+        """Use other weights: those of :data:`FEATURES` after the first, relative to the first's
+        (what ``benches/cv.py`` fits fold by fold)."""
+        if len(relative) != len(FEATURES) - 1:
+            raise ValueError(f"one weight per feature of {FEATURES[1:]} is needed, got {len(relative)}")
+        self.name_weight, self.definitions_weight = (float(w) for w in relative)
+
     def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """``ranked`` (chunk id, score; best first: BM25 scores or cosines) re-scored by the learned
         weights and sorted again, best first."""

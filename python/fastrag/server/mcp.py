@@ -19,6 +19,7 @@ crash of the server.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -241,31 +242,36 @@ def run(
     """Serve the tools on ``transport`` until the client leaves (stdio) or Ctrl-C (http).
 
     Over HTTP, prints ``fastrag mcp serving on http://host:port/mcp`` once the socket listens; a
-    loopback server only answers requests addressed to a loopback name.
+    loopback server only answers requests addressed to a loopback name. The socket is bound before
+    the index and its embedding model load, so an address that cannot be bound fails at once.
     """
     if transport not in TRANSPORTS:
         raise UsageError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    from fastrag.server.run import bind
+
+    sock = bind(host, port) if transport == "http" else None
     tools = Tools(index_dir, data_dir, model)
     if tools.live.peek() is None:
         print(f"fastrag: no index in {index_dir} yet: run `python -m fastrag index`", file=sys.stderr)
     server = create_server(tools)
     try:
-        if transport == "stdio":
+        if sock is None:
             server.run("stdio")
         else:
-            _serve_http(server, host, port)
+            _serve_http(server, host, sock)
     finally:
         tools.close()
+        if sock is not None:
+            sock.close()
 
 
-def _serve_http(server: Any, host: str, port: int) -> None:
-    """Streamable HTTP on ``host:port`` (the socket bound first, so port 0 picks a free port)."""
+def _serve_http(server: Any, host: str, sock: socket.socket) -> None:
+    """Streamable HTTP on the socket bound to ``host`` (bound first, so port 0 picks a free port)."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from fastrag.server.run import LOOPBACK_NAMES, address, bind, is_loopback
+    from fastrag.server.run import LOOPBACK_NAMES, address, is_loopback
 
-    sock = bind(host, port)
     security = None
     if is_loopback(host):
         bound = sock.getsockname()[1]
