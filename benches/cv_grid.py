@@ -5,13 +5,14 @@ indexed under heading lines, the chunkers' target size (index side: the index is
 temporary folder for each setting, and ranked like :mod:`cv`'s main columns, on BM25 candidates),
 the precision stage's candidate depth (query side), and the fusion of vectors: no vectors, or the
 vector list's weight and floor (on the index's own vectors, or on the repository indexed again
-with vectors when it has none). For every setting, each question's recall is out of fold: the
-ranker's weights are fitted without the question's fold (:func:`cv.cross_validate`; for the
-fusion, the retriever itself searches, :func:`cv.searched_recall`).
-Then, fold by fold, the setting with the best pooled recall@5 on the *other* folds is chosen
-(ties go to the shipped setting) and the held-out fold is scored with it: the "selected out of
-fold" figure is what choosing the setting by data earns on questions the choice never saw. A
-tunable whose selection does not beat its shipped setting out of fold keeps the shipped value.
+with vectors when it has none), then how deep each list goes into the fusion and its RRF
+constant. For every setting, each question's recall is out of fold: the ranker's weights are
+fitted without the question's fold (:func:`cv.cross_validate`; for the fusion, the retriever
+itself searches, :func:`cv.searched_recall`). Then, fold by fold, the setting with the best
+pooled recall@5 on the *other* folds is chosen (ties go to the shipped setting) and the held-out
+fold is scored with it: the "selected out of fold" figure is what choosing the setting by data
+earns on questions the choice never saw. A tunable whose selection does not beat its shipped
+setting out of fold keeps the shipped value.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ DEPTHS = (30, 50, 100)
 #: Fusion of vectors (an index rebuilt with ``--vectors docs``): the vector list's weight beside
 #: BM25's 1.0, and the best cosine it needs to join (the floor); the shipped setting is no vectors.
 FUSION_GRID = [(w, g) for w in (0.1, 0.25, 0.5, 1.0) for g in (0.5, 0.6, 0.7)]
+#: ... and, with the shipped weight and floor, how deep each list goes and the RRF constant.
+FUSION_SHAPES = [(d, c) for d in (30, 50, 100) for c in (30.0, 60.0, 100.0)]
 VECTOR_MODE = "docs"
 
 PerQuestion = list[dict[int, float]]
@@ -115,6 +118,16 @@ def grid_table(
     names = ["no vectors", *(f"weight {w} floor {g}" for w, g in FUSION_GRID)]
     per_fusion, shipped = fusion_recall(retriever, params, questions, folds)
     row(f"vector fusion (`--vectors {VECTOR_MODE}`)", names, shipped, per_fusion)
+    if retriever.index.has_vectors:
+        shipped_shape = (retriever.fusion_depth, retriever.rrf_c)
+        shapes = FUSION_SHAPES if shipped_shape in FUSION_SHAPES else [shipped_shape, *FUSION_SHAPES]
+        per_shape = []
+        for fusion_depth, rrf_c in shapes:
+            retriever.fusion_depth, retriever.rrf_c = fusion_depth, rrf_c
+            per_shape.append(searched_recall(retriever, questions, folds))
+        retriever.fusion_depth, retriever.rrf_c = shipped_shape
+        labels = [f"depth {d} c {c:g}" for d, c in shapes]
+        row("fusion depth, RRF constant", labels, shapes.index(shipped_shape), per_shape)
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ from fastrag.indexing.vectors import (
 )
 from fastrag.retrieval.batching import Combiner
 from fastrag.retrieval.fusion import RRF_C
-from fastrag.retrieval.retriever import VECTOR_GATE, VECTOR_WEIGHT, Retriever
+from fastrag.retrieval.retriever import FUSION_DEPTH, VECTOR_GATE, VECTOR_WEIGHT, Retriever
 
 #: Vectors are opt-in; these tests build indexes with the docs embedded.
 DOCS = IndexParams(embed="docs")
@@ -391,8 +391,11 @@ def test_the_fusion_weight_and_floor_are_the_retrievers_own(embedder: Embedder, 
         scores.append(top.score)
     # RRF: a list adds weight / (c + rank); BM25 alone could give at most 2 / (c + 1)
     assert scores[0] <= 2 / (RRF_C + 1) and scores[1] >= 1000 / (RRF_C + 2)
+    retriever.rrf_c = 0.0  # the constant is the retriever's too: now the first rank adds weight / 1
+    assert retriever.search(query, 1)[0].score >= 1000 / 2
     other = Retriever.open(tmp_path / "ix")
-    assert (other.vector_weight, other.vector_gate) == (VECTOR_WEIGHT, VECTOR_GATE)
+    assert (other.vector_weight, other.vector_gate, other.rrf_c) == (VECTOR_WEIGHT, VECTOR_GATE, RRF_C)
+    assert other.fusion_depth == FUSION_DEPTH
 
 
 def snapshot(index_dir: Path, embedder: Embedder) -> tuple[list[int], np.ndarray, list[list[tuple[int, float]]]]:
@@ -473,7 +476,7 @@ def test_lexical_search_never_imports_the_vector_stack(embedder: Embedder, tmp_p
         "import sys\n"
         "from pathlib import Path\n"
         "from fastrag.indexing.generations import load_index\n"
-        "from fastrag.retrieval.retriever import VECTOR_GATE, VECTOR_WEIGHT, Retriever\n"
+        "from fastrag.retrieval.retriever import FUSION_DEPTH, VECTOR_GATE, VECTOR_WEIGHT, Retriever\n"
         f"assert load_index(Path({str(tmp_path / 'ix')!r})).has_vectors\n"
         f"hits = Retriever.open(Path({str(tmp_path / 'lex')!r})).search('lora adapter', 3)\n"
         "assert hits, hits\n"

@@ -16,7 +16,7 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
-from fastrag.retrieval.fusion import rrf
+from fastrag.retrieval.fusion import RRF_C, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
@@ -48,8 +48,8 @@ OVERLAP = 0.3
 #: inside it does not stand for that passage: a section layer of a heading and a line, or a
 #: one-line heading section, inside a 1,000-character chunk (see :func:`nested_first`).
 NESTED = 0.05
-#: How deep each retriever's list goes into the fusion, and the weight of each list
-#: (measured on the public sets, see benches/RESULTS.md).
+#: How deep each retriever's list goes into the fusion, and the weight of each list (selected out of
+#: fold on the pooled public and dev questions, benches/RESULTS.md "Cross-validation").
 FUSION_DEPTH = 50
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 0.25
@@ -78,10 +78,13 @@ class Retriever:
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
         self.focus = FOCUS
-        #: Weight of the vector list in the fusion, and the best cosine it needs to join it
-        #: (:data:`VECTOR_WEIGHT`, :data:`VECTOR_GATE`; ``benches/cv_grid.py`` varies them).
+        #: The fusion: the vector list's weight and the best cosine it needs to join (:data:`VECTOR_WEIGHT`,
+        #: :data:`VECTOR_GATE`), how deep each list goes (:data:`FUSION_DEPTH`) and the RRF constant
+        #: (:data:`~fastrag.retrieval.fusion.RRF_C`); ``benches/cv_grid.py`` selects them out of fold.
         self.vector_weight = VECTOR_WEIGHT
         self.vector_gate = VECTOR_GATE
+        self.fusion_depth = FUSION_DEPTH
+        self.rrf_c = RRF_C
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -126,7 +129,7 @@ class Retriever:
         if mode == "vector" and not self.index.has_vectors:
             raise UserError(f"the index in {self.index.path.parent} has no vectors: re-run `index` with vectors")
         chunks = self.index.chunks
-        depth = max(k * OVERFETCH, FUSION_DEPTH) if mode == "hybrid" else k * OVERFETCH
+        depth = max(k * OVERFETCH, self.fusion_depth) if mode == "hybrid" else k * OVERFETCH
         if precise:
             depth = max(depth, PRECISION_DEPTH)
         lexical = self.lexical.search_many(clean, depth, allowed) if mode != "vector" else None
@@ -150,7 +153,9 @@ class Retriever:
                 ranked = vec
             else:
                 ranked = rrf(
-                    [[cid for cid, _ in lex], [cid for cid, _ in vec]], weights=[LEXICAL_WEIGHT, self.vector_weight]
+                    [[cid for cid, _ in lex], [cid for cid, _ in vec]],
+                    weights=[LEXICAL_WEIGHT, self.vector_weight],
+                    c=self.rrf_c,
                 )
             ranked = nested_first(ranked, chunks)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
