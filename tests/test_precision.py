@@ -170,15 +170,19 @@ REPO = {
 }
 
 
-@pytest.fixture(scope="module")
-def retriever(tmp_path_factory: pytest.TempPathFactory) -> Retriever:
-    """A retriever over :data:`REPO`."""
-    root = tmp_path_factory.mktemp("precision")
-    for rel, text in REPO.items():
+def indexed(root: Path, files: dict[str, str]) -> Path:
+    """``files`` written under ``root/repo`` and indexed (default parameters) into ``root/index``, returned."""
+    for rel, text in files.items():
         (root / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "repo" / rel).write_text(text)
     build_index(root / "repo", root / "index", IndexParams(), display_root="repo", progress=False)
-    return Retriever.open(root / "index")
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory) -> Retriever:
+    """A retriever over :data:`REPO`."""
+    return Retriever.open(indexed(tmp_path_factory.mktemp("precision"), REPO))
 
 
 QUESTION = "Can draft_probs be None in the rejection sampler?"
@@ -342,13 +346,14 @@ return classify(z)
     ]
 
 
-def test_the_index_holds_what_every_chunk_defines(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    for rel, text in DEFINING_REPO.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
-    index = Retriever.open(tmp_path / "index").index
+@pytest.fixture(scope="module")
+def defining_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The index of :data:`DEFINING_REPO` (each test opens its own retriever on it)."""
+    return indexed(tmp_path_factory.mktemp("defining"), DEFINING_REPO)
+
+
+def test_the_index_holds_what_every_chunk_defines(defining_index: Path) -> None:
+    index = Retriever.open(defining_index).index
     assert index.definitions.num_docs == len(index.chunks)
     by_path = {index.chunks.span(c)[0]: c for c in range(len(index.chunks))}
     utils, engine = by_path["repo/pkg/utils.py"], by_path["repo/pkg/engine.py"]
@@ -359,13 +364,8 @@ def test_the_index_holds_what_every_chunk_defines(tmp_path: Path) -> None:
     assert index.definitions.score_docs("Engine restart", [engine])[0] > 0
 
 
-def test_the_chunk_that_defines_what_the_question_names_comes_first(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    for rel, text in DEFINING_REPO.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
-    retriever = Retriever.open(tmp_path / "index")
+def test_the_chunk_that_defines_what_the_question_names_comes_first(defining_index: Path) -> None:
+    retriever = Retriever.open(defining_index)
     question = "How long does shutdown_workers wait for the workers?"
     plain = [h.file_path for h in retriever.search(question, 2, "lexical", precision=False)]
     assert plain == ["repo/pkg/engine.py", "repo/pkg/utils.py"]  # the caller says it twice
