@@ -21,8 +21,8 @@ time, with the weights refitted out of fold: a part stays only while it earns at
 pooled recall@5 out of fold.
 
 ``--grid`` also selects every discrete tunable (BM25 k1/b, section text under heading lines, chunk
-target size, candidate depth, vector fusion weight and floor) fold by fold and scores the held-out fold with the choice
-(``benches/cv_grid.py``).
+target size, candidate depth, the vector fusion's weight, floor, depth and RRF constant) fold by
+fold and scores the held-out fold with the choice (``benches/cv_grid.py``).
 
 ``--write-weights`` writes the weights fitted on all pooled questions to the package's
 ``ranker.json`` (atomically), naming the question sets they were fitted on. The tables replace the
@@ -156,7 +156,7 @@ def searched_recall(retriever: Retriever, questions: list[Question], folds: int)
             for i, hits in zip(rows, retriever.search_many([questions[i].text for i in rows], K)):
                 out[i] = {k: found_share(questions[i].truth, hits[:k]) for k in RECALL_KS}
     finally:
-        stage.name_weight, stage.definitions_weight = saved
+        stage.set_weights(saved)
     return out
 
 

@@ -20,7 +20,7 @@ __all__ = ["DEFINITION", "IndexedTexts", "defined_names", "indexed_texts", "with
 #: ``class``, ``fn``, ``func``, ``function``, ``struct``, ``enum``, ``trait``, ``interface``,
 #: ``type``, ``impl``), after modifiers such as ``async`` or ``pub``, then the name it defines.
 #: Assignments and annotated fields are not definitions here: counted too, they lost recall
-#: (most are local variables, not what a question asks about; benches/RESULTS.md).
+#: (most are local variables, not what a question asks about; docs/retrieval.md, "Definitions").
 DEFINITION = re.compile(
     r"^[ \t]*(?:(?:pub(?:\([^)]*\))?|async|static|export|inline|virtual|const|public|private|protected)\s+)*"
     r"(?:def|class|fn|func|function|struct|enum|trait|interface|type|impl)\s+([A-Za-z_]\w*)",

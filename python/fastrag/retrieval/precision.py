@@ -137,7 +137,7 @@ class Precision:
         self.name_weight = name_weight
         self.definitions_weight = definitions_weight
         self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
-        self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs if definitions is not None else 1))
+        self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs)) if definitions is not None else 1.0
         self._names: dict[int, tuple[frozenset[str], float]] = {}
 
     def set_weights(self, relative: Sequence[float]) -> None:
