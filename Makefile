@@ -128,6 +128,10 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid
 
+.PHONY: paraphrased
+paraphrased: install data  ## the public and dev questions reworded (benches/paraphrased.json) as datasets in data/datasets/paraphrased, for search_dataset and evaluate
+	$(PY) benches/paraphrased.py
+
 .PHONY: ablation
 ablation: install data  ## recall@1/3/5/10 of lexical / vector / hybrid / +precision on both public sets; refreshes benches/RESULTS.md
 	$(PY) benches/ablation.py

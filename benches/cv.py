@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
+from paraphrased import PARAPHRASES, paraphrases
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import IOU_THRESHOLD, RECALL_KS, iou
@@ -64,6 +65,7 @@ class Question:
     """A question's candidates (chunk ids, features, whether each finds the truth) and its truth."""
 
     dataset: str
+    qid: str
     text: str
     truth: list[tuple[str, int, int]]
     ids: list[int]
@@ -72,14 +74,30 @@ class Question:
     places: list[Hit]
 
 
-def collect(retriever: Retriever, datasets: Sequence[Path], depth: int = precision.DEPTH) -> list[Question]:
-    """Candidates (``depth`` of them) and features of every question of ``datasets``, as the retriever computes them."""
+def collect(
+    retriever: Retriever,
+    datasets: Sequence[Path],
+    depth: int = precision.DEPTH,
+    reworded: dict[str, dict[str, str]] | None = None,
+) -> list[Question]:
+    """Candidates (``depth`` of them) and features of every question of ``datasets``, as the retriever computes them.
+
+    ``reworded`` (set file name -> question id -> text): ask the rewordings instead, of the sets
+    that have them (named ``<set>_paraphrased.json``); the other sets are skipped.
+    """
     chunks = retriever.index.chunks
     out: list[Question] = []
     for path in datasets:
+        name = path.name
         dataset = load_dataset(path)
         answered = ground_truth(dataset, path)
-        texts = [clean_query(q.question) for q in answered]
+        asked = [q.question for q in answered]
+        if reworded is not None:
+            if name not in reworded:
+                continue
+            asked = [reworded[name][q.question_id] for q in answered]
+            name = f"{path.stem}_paraphrased.json"
+        texts = [clean_query(text) for text in asked]
         lists = retriever.lexical.search_many(texts, depth)
         places = retriever.heading_hits(texts, K)
         for i, (q, text, ranked) in enumerate(zip(answered, texts, lists)):
@@ -88,7 +106,7 @@ def collect(retriever: Retriever, datasets: Sequence[Path], depth: int = precisi
             ids = [cid for cid, _ in ranked]
             label = np.array([finds(chunks.span(cid), truth) for cid in ids], dtype=np.float64)
             features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
-            out.append(Question(path.name, text, truth, ids, features, label, places.get(i, [])))
+            out.append(Question(name, q.question_id, text, truth, ids, features, label, places.get(i, [])))
     return out
 
 
@@ -141,20 +159,25 @@ def recall(q: Question, weights: np.ndarray, retriever: Retriever, headings: boo
     return {k: found_share(q.truth, top[:k]) for k in RECALL_KS}
 
 
-def searched_recall(retriever: Retriever, questions: list[Question], folds: int) -> list[dict[int, float]]:
-    """Out-of-fold recall of every question as the retriever itself searches it (its default mode,
-    fusion included), its ranker's weights fitted on the other folds."""
+def searched_recall(
+    retriever: Retriever, questions: list[Question], folds: int, targets: Sequence[Question] | None = None
+) -> list[dict[int, float]]:
+    """Out-of-fold recall of every question of ``targets`` (default: ``questions``) as the retriever
+    itself searches it (its default mode, fusion included), its ranker's weights fitted on the folds
+    of ``questions`` that do not hold its question id (:func:`target_folds`)."""
     fold = folds_of(len(questions), folds)
-    out: list[dict[int, float]] = [{} for _ in questions]
+    aimed = list(questions if targets is None else targets)
+    where = target_folds(questions, fold, aimed)
+    out: list[dict[int, float]] = [{} for _ in aimed]
     stage = retriever.precision
     saved = (stage.name_weight, stage.definitions_weight)
     try:
         for f in range(folds):
             w = fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES)))
             stage.set_weights(list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1))
-            rows = np.nonzero(fold == f)[0]
-            for i, hits in zip(rows, retriever.search_many([questions[i].text for i in rows], K)):
-                out[i] = {k: found_share(questions[i].truth, hits[:k]) for k in RECALL_KS}
+            rows = np.nonzero(where == f)[0]
+            for i, hits in zip(rows, retriever.search_many([aimed[i].text for i in rows], K)):
+                out[i] = {k: found_share(aimed[i].truth, hits[:k]) for k in RECALL_KS}
     finally:
         stage.set_weights(saved)
     return out
@@ -200,16 +223,31 @@ def folds_of(n: int, folds: int) -> np.ndarray:
     return fold
 
 
+def target_folds(questions: Sequence[Question], fold: np.ndarray, targets: Sequence[Question]) -> np.ndarray:
+    """The fold of each target: that of the question of ``questions`` with its id (a rewording is held
+    out with its original); -1, never scored, for an id ``questions`` does not have."""
+    by_id = {q.qid: int(g) for q, g in zip(questions, fold)}
+    return np.array([by_id.get(t.qid, -1) for t in targets], dtype=np.int64)
+
+
 def cross_validate(
-    questions: list[Question], retriever: Retriever, folds: int, mask: np.ndarray, headings: bool = True
+    questions: list[Question],
+    retriever: Retriever,
+    folds: int,
+    mask: np.ndarray,
+    headings: bool = True,
+    targets: Sequence[Question] | None = None,
 ) -> list[dict[int, float]]:
-    """Out-of-fold recall of every question."""
+    """Out-of-fold recall of every question of ``targets`` (default: ``questions``), ranked with the
+    weights fitted on the folds of ``questions`` that do not hold its question id."""
     fold = folds_of(len(questions), folds)
-    out: list[dict[int, float]] = [{} for _ in questions]
+    aimed = list(questions if targets is None else targets)
+    where = target_folds(questions, fold, aimed)
+    out: list[dict[int, float]] = [{} for _ in aimed]
     for f in range(folds):
         weights = fit([q for q, g in zip(questions, fold) if g != f], mask)
-        for i in np.nonzero(fold == f)[0]:
-            out[i] = recall(questions[i], weights, retriever, headings)
+        for i in np.nonzero(where == f)[0]:
+            out[i] = recall(aimed[i], weights, retriever, headings)
     return out
 
 
@@ -268,11 +306,19 @@ def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str)
     return float(np.mean([per[i][5] for i in rows]))
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index_dir", type=Path, default=ROOT / "data/processed")
     parser.add_argument("--datasets", type=Path, default=ROOT / "data/datasets/AnsweredQuestions")
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument(
+        "--paraphrased", type=Path, default=PARAPHRASES, help="rewordings of the questions, scored but never fitted on"
+    )
     parser.add_argument("--write-weights", action="store_true", help="write the weights fitted on all questions")
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
     parser.add_argument(
@@ -300,6 +346,15 @@ def main() -> None:
     }
     if retriever.index.has_vectors:
         columns["default mode, out of fold"] = searched_recall(retriever, questions, args.folds)
+    reworded = []
+    if args.paraphrased.is_file():
+        reworded = collect(retriever, datasets, reworded=paraphrases(args.paraphrased))
+    reworded_columns = {
+        "shipped": [recall(q, shipped_w, retriever) for q in reworded],
+        "out of fold": cross_validate(questions, retriever, args.folds, full, targets=reworded),
+    }
+    if retriever.index.has_vectors:
+        reworded_columns["default mode, out of fold"] = searched_recall(retriever, questions, args.folds, reworded)
     ablation: dict[str, list[dict[int, float]]] = {"all parts": columns["out of fold"]}
     for j, name in enumerate(precision.FEATURES[1:], 1):
         mask = full.copy()
@@ -342,6 +397,15 @@ def main() -> None:
         "Misses at 5 by cause, with the weights fitted on all questions (first ground-truth span):\n\n"
         f"{anatomy(questions, fitted, retriever)}\n"
     )
+    if reworded:
+        body += (
+            f"\nThe same questions reworded (`{shown(args.paraphrased)}`:"
+            " no code identifier or file name as spelled in code, no three-word run of the evidence or the"
+            " question), scored with the weights fitted out of fold on the originals, never fitted on;"
+            " a rewording is held out with its original:\n\n"
+            f"{table(reworded, reworded_columns)}\n\n"
+            f"{anatomy(reworded, fitted, retriever)}\n"
+        )
     print(body)
     if args.write_weights:
         target = Path(precision.__file__).with_name(precision.RANKER_FILE)

@@ -224,3 +224,54 @@ def test_plots_draw_every_png_from_saved_figures(tmp_path: Path, monkeypatch: py
     for name in written:
         data = (out / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10_000
+
+
+def test_paraphrased_sets_keep_ids_and_truth_and_never_overwrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paraphrased = importlib.import_module("paraphrased")
+    source = {"file_path": "repo/a.md", "first_character_index": 0, "last_character_index": 5}
+    original = {
+        "rag_questions": [
+            {"question_id": "q1", "question": "What is FP8_MAX?", "sources": [source], "answer": "448"},
+            {"question_id": "q2", "question": "Where is install.md?", "sources": [source], "answer": "here"},
+        ]
+    }
+    datasets = tmp_path / "datasets"
+    for kind in ("AnsweredQuestions", "UnansweredQuestions"):
+        (datasets / kind).mkdir(parents=True)
+        questions = original["rag_questions"]
+        if kind == "UnansweredQuestions":
+            questions = [{"question_id": q["question_id"], "question": q["question"]} for q in questions]
+        (datasets / kind / "dataset_docs_public.json").write_text(json.dumps({"rag_questions": questions}))
+    rewordings = tmp_path / "paraphrased.json"
+    sets = {"dataset_docs_public.json": {"q1": "largest 8-bit float?", "q2": "how to set it up?"}}
+    rewordings.write_text(json.dumps({"about": "test", "sets": sets}))
+
+    written = paraphrased.write_paraphrased(datasets, tmp_path / "out", rewordings)
+    assert sorted(p.relative_to(tmp_path / "out").as_posix() for p in written) == [
+        "AnsweredQuestions/dataset_docs_public_paraphrased.json",
+        "UnansweredQuestions/dataset_docs_public_paraphrased.json",
+    ]
+    answered = json.loads(written[0].read_text())["rag_questions"]
+    assert [q["question"] for q in answered] == ["largest 8-bit float?", "how to set it up?"]
+    assert [(q["question_id"], q["sources"], q["answer"]) for q in answered] == [
+        (q["question_id"], q["sources"], q["answer"]) for q in original["rag_questions"]
+    ]
+    # a question without a rewording is an error, not a silent copy of the original
+    rewordings.write_text(json.dumps({"sets": {"dataset_docs_public.json": {"q1": "only one"}}}))
+    with pytest.raises(KeyError):
+        paraphrased.write_paraphrased(datasets, tmp_path / "out2", rewordings)
+    # writing into the originals' own folder under the same name is refused
+    rewordings.write_text(json.dumps({"sets": {"dataset_docs_public.json": sets["dataset_docs_public.json"]}}))
+    monkeypatch.setattr(paraphrased, "SUFFIX", "")
+    with pytest.raises(ValueError, match="refusing to overwrite"):
+        paraphrased.write_paraphrased(datasets, datasets, rewordings)
+    assert json.loads((datasets / "AnsweredQuestions/dataset_docs_public.json").read_text()) == original
+
+
+def test_the_shipped_rewordings_cover_the_sets_they_name() -> None:
+    paraphrased = importlib.import_module("paraphrased")
+    sets = paraphrased.paraphrases()
+    assert sorted(sets) == [f"dataset_{k}_{s}.json" for k in ("code", "docs") for s in ("dev", "public")]
+    assert all(text.strip() and "`" not in text for reworded in sets.values() for text in reworded.values())

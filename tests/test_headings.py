@@ -222,7 +222,7 @@ def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:
     for _ in range(40):
         features = rng.random((12, 2))
         label = (features[:, 1] == features[:, 1].max()).astype(np.float64)  # the second feature decides
-        questions.append(cv.Question("set", "q", [], list(range(12)), features, label, []))
+        questions.append(cv.Question("set", "id", "q", [], list(range(12)), features, label, []))
     weights = cv.fit(questions, np.ones(2))
     assert weights[1] > 0 and weights[1] > abs(weights[0])
     assert cv.fit(questions, np.array([1.0, 0.0]))[1] == 0.0
@@ -241,3 +241,17 @@ def test_grid_selection_scores_each_fold_with_the_setting_best_elsewhere() -> No
     assert [o[5] for o in out] == [1.0, 0.0, 0.0, 0.0]
     tied, chosen = cv_grid.select([shipped, shipped], 1, fold)
     assert chosen == [1, 1] and tied == shipped  # ties go to the shipped setting
+
+
+def test_a_rewording_is_scored_in_the_fold_of_its_original() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv
+
+    def question(qid: str) -> cv.Question:
+        return cv.Question("set", qid, "q", [], [], np.zeros((0, 2)), np.zeros(0), [])
+
+    originals = [question(f"q{i}") for i in range(10)]
+    fold = cv.folds_of(len(originals), 5)
+    reworded = [question(f"q{i}") for i in (7, 2, 9)] + [question("unknown")]
+    assert cv.target_folds(originals, fold, reworded).tolist() == [fold[7], fold[2], fold[9], -1]
+    assert cv.target_folds(originals, fold, originals).tolist() == fold.tolist()

@@ -102,11 +102,11 @@ def test_truncation_and_queries(embedder: Embedder) -> None:
     assert np.array_equal(a, b)  # they differ only after the first 16 tokens
     q = embedder.embed_queries(["what is vLLM?", "   ", ""])
     assert not q[1:].any()
-    # short queries: static-shape requests, the same vector alone or in any batch, ~ embed()'s
+    # short queries: padded to fixed shapes, the same vector alone or in any batch, ~ embed()'s
     batch = embedder.embed_queries(["what is vLLM?", INSTALL, LORA, SCHEDULER] * 5)
     assert np.array_equal(batch[0], q[0]) and np.array_equal(batch[16], q[0])
     assert_same_meaning(embedder, batch[0], embedder.embed(["what is vLLM?"])[0])
-    # a query longer than the widest static shape goes through embed() itself
+    # a query longer than the widest query shape goes through embed() itself
     assert max(embedder.token_counts([long_b])) > max(QUERY_WIDTHS)
     assert np.array_equal(embedder.embed_queries([long_b])[0], embedder.embed([long_b])[0])
     assert embedder.embed([]).shape == (0, DIM)
@@ -122,8 +122,8 @@ QUESTIONS = [
     "scheduler preemption when the KV cache is full",
     "speculative decoding draft model",
     "   ",
-    SCHEDULER + " " + LORA,  # 49 tokens: the second static width
-    INSTALL + " " + LORA * 4,  # longer than every static width: the dynamic-shape road
+    SCHEDULER + " " + LORA,  # 49 tokens: the second query width
+    INSTALL + " " + LORA * 4,  # longer than every query width: embedded like any text
 ]
 #: A hang fails the concurrency tests instead of blocking the suite.
 TIMEOUT_S = 120
@@ -150,32 +150,32 @@ def in_threads(fn: Callable[[A], R], calls: Sequence[A], threads: int = 8) -> li
     return [f.result(TIMEOUT_S) for f in futures]
 
 
-def static_width(embedder: Embedder, query: str) -> int:
-    """The static width ``query`` runs at, 0 for the dynamic-shape road."""
+def query_width(embedder: Embedder, query: str) -> int:
+    """The query width ``query`` is padded to, 0 for one embedded like any text."""
     return next((w for w in QUERY_WIDTHS if max(embedder.token_counts([query])) <= w), 0)
 
 
-def test_every_static_query_shape_gives_the_same_vectors(embedder: Embedder) -> None:
+def test_every_query_shape_gives_the_same_vectors(embedder: Embedder) -> None:
     assert len(QUERY_WIDTHS) > 1
     alone: dict[str, np.ndarray] = {}
     for width, sizes in QUERY_SHAPES.items():
-        fitting = [q for q in QUESTIONS if q.strip() and static_width(embedder, q) == width]
+        fitting = [q for q in QUESTIONS if q.strip() and query_width(embedder, q) == width]
         assert fitting, width
         queries = (fitting * 16)[: max(sizes) + 1]
         vectors = np.stack([embedder.embed_queries([q])[0] for q in queries])
         alone.update(zip(queries, vectors))
-        for n in range(2, len(queries) + 1):  # every static shape, each also padded with filler rows
+        for n in range(2, len(queries) + 1):  # every query shape, each also padded with filler rows
             assert np.array_equal(embedder.embed_queries(queries[:n]), vectors[:n]), (width, n)
-        # the static request agrees with the dynamic-shape one up to kernel rounding
+        # a query's width agrees with embed()'s padding up to kernel rounding
         assert_same_meaning(embedder, vectors[0], embedder.embed([queries[0]])[0])
     # mixed widths and the dynamic road in one batch: one call per width, each row as alone
     mixed = [q for q in QUESTIONS if q.strip()] * 3
-    assert len({static_width(embedder, q) for q in mixed}) == len(QUERY_WIDTHS) + 1
+    assert len({query_width(embedder, q) for q in mixed}) == len(QUERY_WIDTHS) + 1
     for q in mixed:
         alone.setdefault(q, embedder.embed_queries([q])[0])
     assert np.array_equal(embedder.embed_queries(mixed), np.stack([alone[q] for q in mixed]))
     embedder.prepare_queries()
-    assert set(embedder._static) == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
+    assert embedder._shapes_run == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
 
 
 def test_queries_embedded_concurrently_equal_alone(embedder: Embedder) -> None:
@@ -217,7 +217,7 @@ def test_a_retriever_loads_one_model_for_all_threads(tmp_path: Path, monkeypatch
 
     other = Retriever.open(tmp_path / "ix")
     other.prepare_vectors()
-    assert len(loads) == 2 and loads[1]._static.keys() == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
+    assert len(loads) == 2 and loads[1]._shapes_run == {(n, w) for w, sizes in QUERY_SHAPES.items() for n in sizes}
 
 
 def test_an_index_of_another_model_is_refused_on_every_search(tmp_path: Path) -> None:

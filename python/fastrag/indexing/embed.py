@@ -20,17 +20,16 @@ padded length (their token count rounded up to :data:`PAD_MULTIPLE`), so a text'
 depends on the text and ``max_tokens`` alone — which is what lets the index cache vectors by
 content and still equal a full rebuild bit for bit.
 
-Queries of at most ``max(QUERY_WIDTHS)`` tokens take another road: static-shape requests
-``[n, width]`` (:data:`QUERY_SHAPES`), the query at the smallest width of :data:`QUERY_WIDTHS` that
-holds it, the batch at the smallest ``n`` that holds its queries of that width. A static request
-gives the same vector for a query alone or in any batch of any of these shapes, at any width that
-holds it (measured: 0.0 difference, widths 16 to 64), and a single query runs about 2x faster than
-through the dynamic-shape request (benches/RESULTS.md, "Query embedding"). A query's width depends
-on its own length alone, so its vector does not depend on the other queries of its batch even
-where a CPU's kernels did differ between widths. Each request is compiled on first use (~0.12 s
-with the compiled-model cache, 0.3 s without), or all at once by
-:meth:`Embedder.prepare_queries`: a server does that when it loads an index, since compiling while
-it serves holds up every query batched behind the compilation.
+Queries are padded to fixed shapes instead: the query at the smallest width of
+:data:`QUERY_WIDTHS` that holds it, the batch at the smallest size of :data:`QUERY_SHAPES` that
+holds its queries of that width (filler rows repeat the first query). A query's shape therefore
+depends on its own length alone and on a few batch sizes, so its vector is the same alone or in
+any batch; queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs
+on the one dynamic-shape request: a request compiled per static shape was no faster here
+(``[16, 32]`` 25 against 27 ms, ``[1, 32]`` 2.8 against 3.4 ms) and cost ~0.17 s to read and
+compile per shape in every process (benches/RESULTS.md, "Query embedding on one request"). A
+shape's first call costs ~10–20 ms more than the next ones; :meth:`Embedder.prepare_queries` pays
+that for every shape at once (a server does, when it loads an index).
 
 Importing this module is cheap; OpenVINO is imported when an :class:`Embedder` is created.
 """
@@ -65,17 +64,17 @@ FINGERPRINT_BLOCK = 1 << 20
 BATCH_SIZE = 16
 #: Padded lengths are multiples of this (fewer distinct shapes; see the module docstring).
 PAD_MULTIPLE = 8
-#: Static-shape query requests: for each width (tokens, specials included), the batch sizes compiled.
+#: Query shapes: for each width (tokens, specials included), the batch sizes a query batch is padded to.
 #: A query runs at the smallest width that holds it (the 200 public questions: median 24 tokens,
 #: 179 within 32, all within 64), in a batch padded to the next size of its width; a batch of
 #: several widths is one call per width. Measured per call (benches/RESULTS.md, "Query embedding
 #: widths"): [1, 32] ~2.3 ms, [4, 32] ~4.3 ms, [8, 32] ~7 ms, [1, 64] ~3 ms, [2, 64] ~4.2 ms,
 #: [4, 64] ~7 ms; odd batch sizes cost as much as the next power of two, widths 24 and 48 as
 #: much as 32 and 64, and width 16 holds too few questions to pay for the call it adds to mixed
-#: batches (slower in the server load bench). Each shape compiles once, ~0.11 s with the
-#: compiled-model cache (all nine: ~1 s).
+#: batches (slower in the server load bench). (Measured on static-shape requests, which ran them until
+#: 2026-12; the dynamic-shape request runs them as fast.)
 QUERY_SHAPES: dict[int, tuple[int, ...]] = {32: (1, 2, 4, 8, BATCH_SIZE), 64: (1, 2, 4, BATCH_SIZE)}
-#: The static widths, narrowest first; queries longer than the last take the dynamic-shape request.
+#: The query widths, narrowest first; queries longer than the last are embedded like any text.
 QUERY_WIDTHS = tuple(sorted(QUERY_SHAPES))
 #: OpenVINO CPU settings. Pinning inference threads to cores pays only when nothing else runs
 #: there: next to other processes (a shared 2-core machine, a server's request threads) a pinned
@@ -237,7 +236,6 @@ class Embedder:
             if cache_dir is not None and _writable_dir(cache_dir):
                 core.set_property({"CACHE_DIR": str(cache_dir)})
             compiled = core.compile_model(str(files.model), "CPU", COMPILE_CONFIG)
-            self._core = core
         except Exception as exc:  # the files exist but cannot be used: name them
             raise UserError(f"cannot load the embedding model ({files.source}): {exc}") from exc
         self._tokenizer.no_padding()
@@ -245,7 +243,7 @@ class Embedder:
         if "input_ids" not in self._inputs:
             raise UserError(f"the embedding model ({files.source}) has no input named input_ids")
         self._request = compiled.create_infer_request()
-        self._static: dict[tuple[int, int], Any] = {}  # (batch size, width) -> static-shape request
+        self._shapes_run: set[tuple[int, int]] = set()  # (batch size, width) of the query shapes run so far
         self._truncation: int | None = None
         self._model_id: str | None = None
 
@@ -316,9 +314,9 @@ class Embedder:
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Embed questions: a query's vector is the same alone or in any batch; a blank query gets zeros.
 
-        Queries of at most ``max(QUERY_WIDTHS)`` tokens run through the static-shape requests, one
-        call per width (and per :data:`BATCH_SIZE` queries); longer ones through :meth:`embed` (see
-        the module docstring).
+        Queries of at most ``max(QUERY_WIDTHS)`` tokens are padded to the shapes of
+        :data:`QUERY_SHAPES`, one call per width (and per :data:`BATCH_SIZE` queries); longer ones go
+        through :meth:`embed` (see the module docstring).
         """
         out = np.zeros((len(queries), DIM), dtype=np.float32)
         keep = [i for i, q in enumerate(queries) if q.strip()]
@@ -344,28 +342,20 @@ class Embedder:
                 size = next(n for n in sizes if n >= len(rows))
                 batch = [by_row[i] for i in rows]
                 batch += [batch[0]] * (size - len(batch))  # filler rows: rows never affect each other
-                out[rows] = self._run(batch, width, self._static_request(size, width))[: len(rows)]
+                out[rows] = self._run(batch, width)[: len(rows)]
+                self._shapes_run.add((size, width))
         return out
 
     def prepare_queries(self) -> None:
-        """Compile every static-shape query request (:data:`QUERY_SHAPES`) now rather than on first use."""
+        """Run every query shape (:data:`QUERY_SHAPES`) once now, so that no query pays a shape's first call."""
         for width, sizes in QUERY_SHAPES.items():
             for size in sizes:
-                self._static_request(size, width)
+                if (size, width) not in self._shapes_run:
+                    self._run([[0] * width] * size, width)
+                    self._shapes_run.add((size, width))
 
-    def _static_request(self, batch: int, width: int) -> Any:
-        """The request of static shape ``[batch, width]`` (compiled on first use, then kept)."""
-        key = (batch, width)
-        if key not in self._static:
-            model = self._core.read_model(str(self.files.model))
-            model.reshape({port.get_any_name(): [batch, width] for port in model.inputs})
-            compiled = self._core.compile_model(model, "CPU", COMPILE_CONFIG)
-            self._static[key] = compiled.create_infer_request()
-        return self._static[key]
-
-    def _run(self, batch: list[list[int]], width: int, request: Any = None) -> np.ndarray:
-        """One inference call (``request``: the dynamic-shape one by default): pad to ``width``, run,
-        mean-pool over real tokens, normalise."""
+    def _run(self, batch: list[list[int]], width: int) -> np.ndarray:
+        """One inference call: pad to ``width``, run, mean-pool over real tokens, normalise."""
         input_ids = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for row, seq in enumerate(batch):
@@ -376,7 +366,7 @@ class Embedder:
             feeds["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
-        result = np.asarray((request or self._request).infer(feeds)[0], dtype=np.float32)
+        result = np.asarray(self._request.infer(feeds)[0], dtype=np.float32)
         if result.ndim == 3:  # token states: mean over the real tokens
             weights = mask[:, :, None].astype(np.float32)
             result = (result * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
