@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from fastrag import _core
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.chunking import chunk_file
-from fastrag.indexing.texts import defined_names
+from fastrag.indexing.texts import Definitions, defined_names
 from fastrag.retrieval.precision import FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
@@ -379,3 +379,22 @@ def test_the_chunk_that_defines_what_the_question_names_comes_first(defining_ind
     assert [h.file_path for h in retriever.search(question, 2, "lexical")] == plain
     without = Precision(retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file)
     assert without.defined(query, [c for c, _ in ranked]) == [0.0] * len(ranked)
+
+
+def test_a_files_definitions_within_a_span_are_those_of_its_text() -> None:
+    source = (
+        "import os\n\nclass Engine:\n    def step(self):\n        pass\n\n    async def run(self):\n"
+        "        return 1\n\ndef main():\n    fn = 1\n"
+    )
+    defines = Definitions(source)
+    line_starts = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
+    for start in line_starts:
+        for end in line_starts[1:] + [len(source)]:
+            if end > start:
+                assert defines.within(start, end) == defined_names(source[start:end]), (start, end)
+    step = source.index("    def step")
+    # a chunk inside the class: its context's names and its own
+    assert defines.within(step, source.index("\n\n    async")) == ["step"]
+    assert defines.within(step, source.index("\n\n    async"), "class Engine:") == ["Engine", "step"]
+    assert defines.within(0, len(source)) == ["Engine", "main", "run", "step"]
+    assert Definitions("no definitions here").within(0, 19) == []

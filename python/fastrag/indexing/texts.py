@@ -3,8 +3,9 @@ of the definitions index."""
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,7 +15,7 @@ from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.sources import display_path
 
-__all__ = ["DEFINITION", "IndexedTexts", "defined_names", "indexed_texts", "with_body"]
+__all__ = ["DEFINITION", "Definitions", "IndexedTexts", "defined_names", "indexed_texts", "with_body"]
 
 #: A definition at the start of a line, in the languages the chunkers parse: a keyword (``def``,
 #: ``class``, ``fn``, ``func``, ``function``, ``struct``, ``enum``, ``trait``, ``interface``,
@@ -49,10 +50,10 @@ def indexed_texts(
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
         shown = display_path(prefix, record.rel_path)
+        defines = Definitions(text)
         for c in record.chunks:
-            span = text[c.start : c.end]
-            docs.append(f"{shown}\n{c.context}\n{span}")
-            definitions.append(" ".join(defined_names(f"{c.context}\n{span}")))
+            docs.append(f"{shown}\n{c.context}\n{text[c.start : c.end]}")
+            definitions.append(" ".join(defines.within(c.start, c.end, c.context)))
         sections = with_body(record.headings, heading_body)
         heading_docs.extend(f"{shown}\n{c.context}\n{text[c.start : end]}" for c, end in sections)
     return IndexedTexts(docs, heading_docs, definitions)
@@ -63,6 +64,28 @@ def defined_names(text: str) -> list[str]:
     (its enclosing ``class`` / ``def`` / ``impl`` signatures) in ``text``, a chunk inside a class
     counts as part of that class's definition."""
     return sorted({m.group(1) for m in DEFINITION.finditer(text)})
+
+
+class Definitions:
+    """A file's definition lines (:data:`DEFINITION`), found once: the names of those inside a
+    span, as :func:`defined_names` finds them in the span's text, without scanning the span again
+    (bridges and layers cover most characters two or three times)."""
+
+    def __init__(self, text: str) -> None:
+        """Find every definition of ``text``: where its line starts, where its name ends, the name."""
+        found = [(m.start(), m.end(), m.group(1)) for m in DEFINITION.finditer(text)]
+        self._starts = [start for start, _, _ in found]
+        self._found: Sequence[tuple[int, int, str]] = found
+
+    def within(self, start: int, end: int, context: str = "") -> list[str]:
+        """The names defined by the lines that start at or after ``start`` and whose name ends by
+        ``end``, and by ``context`` (enclosing signatures), sorted, each once."""
+        names = set(defined_names(context)) if context else set()
+        i = bisect.bisect_left(self._starts, start)
+        while i < len(self._found) and self._found[i][1] <= end:
+            names.add(self._found[i][2])
+            i += 1
+        return sorted(names)
 
 
 def with_body(headings: list[Chunk], size: int) -> Iterator[tuple[Chunk, int]]:
