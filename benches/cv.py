@@ -278,27 +278,42 @@ def index_params(retriever: Retriever) -> IndexParams:
 
 
 def rebuilt_recall(
-    retriever: Retriever, params: IndexParams, datasets: Sequence[Path], folds: int
+    retriever: Retriever,
+    params: IndexParams,
+    datasets: Sequence[Path],
+    folds: int,
+    reworded: dict[str, dict[str, str]] | None = None,
 ) -> list[dict[int, float]]:
     """Out-of-fold recall with the retriever's repository indexed again (in a temporary folder) with
-    ``params``, ranked like the other columns (lexical candidates: no vectors are built)."""
+    ``params``, ranked like the other columns (lexical candidates: no vectors are built). With
+    ``reworded`` (:func:`collect`), the recall of the rewordings follows that of the questions."""
     repo = Path(str(retriever.index.manifest["repo_path"]))
     root = str(retriever.index.manifest.get("display_root") or "")
     with tempfile.TemporaryDirectory(prefix="fastrag-cv-") as tmp:
         build_index(repo, Path(tmp), dataclasses.replace(params, embed="none"), display_root=root, progress=False)
         other = Retriever.open(Path(tmp))
-        return cross_validate(collect(other, datasets), other, folds, np.ones(len(precision.FEATURES)))
+        questions = collect(other, datasets)
+        full = np.ones(len(precision.FEATURES))
+        out = cross_validate(questions, other, folds, full)
+        if reworded:
+            out += cross_validate(questions, other, folds, full, targets=collect(other, datasets, reworded=reworded))
+        return out
 
 
-def index_ablation(retriever: Retriever, datasets: Sequence[Path], folds: int) -> dict[str, list[dict[int, float]]]:
-    """Out-of-fold recall with the index rebuilt without each optional layer."""
+def index_ablation(
+    retriever: Retriever, datasets: Sequence[Path], folds: int, reworded: dict[str, dict[str, str]] | None = None
+) -> dict[str, list[dict[int, float]]]:
+    """Out-of-fold recall with the index rebuilt without each optional layer (of the questions, then
+    of their rewordings when ``reworded`` is given)."""
     params = index_params(retriever)
     variants = {
         "without Markdown layers": dataclasses.replace(params, layers=False),
         "without bridges": dataclasses.replace(params, bridges=False),
         "heading lines without section text": dataclasses.replace(params, heading_body=0),
     }
-    return {label: rebuilt_recall(retriever, changed, datasets, folds) for label, changed in variants.items()}
+    return {
+        label: rebuilt_recall(retriever, changed, datasets, folds, reworded) for label, changed in variants.items()
+    }
 
 
 def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str) -> float:
@@ -346,24 +361,29 @@ def main() -> None:
     }
     if retriever.index.has_vectors:
         columns["default mode, out of fold"] = searched_recall(retriever, questions, args.folds)
-    reworded = []
-    if args.paraphrased.is_file():
-        reworded = collect(retriever, datasets, reworded=paraphrases(args.paraphrased))
+    rewordings = paraphrases(args.paraphrased) if args.paraphrased.is_file() else {}
+    reworded = collect(retriever, datasets, reworded=rewordings) if rewordings else []
     reworded_columns = {
         "shipped": [recall(q, shipped_w, retriever) for q in reworded],
         "out of fold": cross_validate(questions, retriever, args.folds, full, targets=reworded),
     }
     if retriever.index.has_vectors:
         reworded_columns["default mode, out of fold"] = searched_recall(retriever, questions, args.folds, reworded)
-    ablation: dict[str, list[dict[int, float]]] = {"all parts": columns["out of fold"]}
+    # every row: the questions' out-of-fold recall, then their rewordings' (scored, never fitted on)
+    both = questions + reworded
+    ablation: dict[str, list[dict[int, float]]] = {
+        "all parts": columns["out of fold"] + reworded_columns["out of fold"]
+    }
     for j, name in enumerate(precision.FEATURES[1:], 1):
         mask = full.copy()
         mask[j] = 0.0
-        ablation[f"without {name}"] = cross_validate(questions, retriever, args.folds, mask)
-    ablation["without heading lines"] = cross_validate(questions, retriever, args.folds, full, headings=False)
-    ablation["first stage alone"] = [recall(q, np.eye(n_features)[0], retriever, headings=False) for q in questions]
+        ablation[f"without {name}"] = cross_validate(questions, retriever, args.folds, mask, targets=both)
+    ablation["without heading lines"] = cross_validate(
+        questions, retriever, args.folds, full, headings=False, targets=both
+    )
+    ablation["first stage alone"] = [recall(q, np.eye(n_features)[0], retriever, headings=False) for q in both]
     if args.index_ablation:
-        ablation.update(index_ablation(retriever, datasets, args.folds))
+        ablation.update(index_ablation(retriever, datasets, args.folds, rewordings))
     grid = ""
     if args.grid:
         from cv_grid import INTRO, grid_table
@@ -376,6 +396,11 @@ def main() -> None:
         f" code {pooled_r5(ablation['all parts'], questions, 'code') - pooled_r5(per, questions, 'code'):+.3f}"
         for name, per in ablation.items()
         if name != "all parts"
+    )
+    ablation_tables = "".join(
+        f"{table(asked, {name: per[lo : lo + len(asked)] for name, per in ablation.items()})}\n\n"
+        for asked, lo in ((questions, 0), (reworded, len(questions)))
+        if asked
     )
     body = (
         f"{SECTION}\n\n"
@@ -390,8 +415,9 @@ def main() -> None:
         f"{shipped_text}.\n\n"
         f"{table(questions, columns)}\n\n"
         "Each part switched off, weights refitted out of fold (the first row is the full stage out of fold; "
-        "*first stage alone* is BM25 with no precision stage and no heading lines):\n\n"
-        f"{table(questions, ablation)}\n\n"
+        "*first stage alone* is BM25 with no precision stage and no heading lines); the rewordings below"
+        " the questions:\n\n"
+        f"{ablation_tables}"
         f"Pooled recall@5 out of fold that each part earns (full minus without it): {gains}.\n\n"
         f"{grid}"
         "Misses at 5 by cause, with the weights fitted on all questions (first ground-truth span):\n\n"
