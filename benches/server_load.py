@@ -3,7 +3,7 @@
 Run from the project root after ``make index``::
 
     uv run --no-sync python benches/server_load.py                 # both indexes, writes benches/RESULTS.md
-    uv run --no-sync python benches/server_load.py --no-vectors    # only the live index (data/processed)
+    uv run --no-sync python benches/server_load.py --live-only     # only the live index (data/processed)
     uv run --no-sync python benches/server_load.py --no-write      # print only
 
 For each index, ``python -m fastrag serve --port 0`` is started in its own process and driven by 8 client
@@ -14,9 +14,9 @@ threads, each with one keep-alive connection (``http.client``). Two passes of th
 - **cached**: 1000 requests cycling over the last 200 keys of the cold pass, all still in the LRU cache
   (256 entries), so every one is answered from it.
 
-Indexes: the live ``data/processed`` (lexical only: ``hybrid`` searches BM25 alone on an index without
-vectors) and an index with vectors (``index --vectors docs``, built once into ``benches/_work/server-index``,
-~30 s), where ``hybrid`` embeds the query and fuses BM25 with the vector list. Latency is measured by the
+Indexes: the live ``data/processed`` (the default index: ``hybrid`` embeds the query and fuses BM25 with
+the vectors of the docs chunks) and a lexical one (``index --vectors none``, built once into
+``benches/_work/server-index-lexical``, ~5 s), where ``hybrid`` searches BM25 alone. Latency is measured by the
 client (request written to body read), so it includes HTTP, JSON, snippets and the thread hop; the client
 runs on the same 2 cores as the server.
 """
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benches/RESULTS.md"
 SECTION = "## HTTP server load"
 DATASETS = [ROOT / f"data/datasets/UnansweredQuestions/dataset_{name}_public.json" for name in ("docs", "code")]
-VECTOR_INDEX = ROOT / "benches/_work/server-index"
+LEXICAL_INDEX = ROOT / "benches/_work/server-index-lexical"
 KS = (10, 9, 8, 7, 6)
 SEED = 5
 START_TIMEOUT_S = 120
@@ -165,16 +165,16 @@ def cpu_busy() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def ensure_vector_index() -> Path:
-    """``benches/_work/server-index``: the corpus indexed with docs vectors, brought up to date
+def ensure_lexical_index() -> Path:
+    """``benches/_work/server-index-lexical``: the corpus indexed without vectors, brought up to date
     (incremental: a check when nothing changed, a rebuild when the chunking did)."""
-    print(f"indexing into {VECTOR_INDEX.relative_to(ROOT)} (index --vectors docs, incremental) ...", file=sys.stderr)
+    print(f"indexing into {LEXICAL_INDEX.relative_to(ROOT)} (index --vectors none, incremental) ...", file=sys.stderr)
     subprocess.run(
-        [sys.executable, "-m", "fastrag", "index", "--vectors", "docs", "--index_dir", str(VECTOR_INDEX)],
+        [sys.executable, "-m", "fastrag", "index", "--vectors", "none", "--index_dir", str(LEXICAL_INDEX)],
         cwd=ROOT,
         check=True,
     )
-    return VECTOR_INDEX
+    return LEXICAL_INDEX
 
 
 def bench_index(label: str, index_dir: Path, total: int, concurrency: int, mode: str) -> list[tuple[str, Pass]]:
@@ -194,6 +194,12 @@ def bench_index(label: str, index_dir: Path, total: int, concurrency: int, mode:
         proc.terminate()
         proc.wait(timeout=30)
     return [(label, cold), (label, cached)]
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the project root when it is inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: str, load: str, foreign: float) -> str:
@@ -230,10 +236,11 @@ def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: st
         "",
         (
             "Cold requests are 200 public questions × k ∈ {10, 9, 8, 7, 6}: 1000 distinct cache keys. "
-            "The live index has no vectors, so its `hybrid` is BM25 alone; the vector index embeds every query "
+            "On the live (default) index `hybrid` embeds every query "
             "(all-MiniLM-L6-v2 int8; the queries of concurrent searches are embedded together by "
             "`fastrag.retrieval.batching`, "
-            'one static-shape call per query width, see "Query embedding widths"), then fuses.'
+            'one call per query width, see "Query embedding on one request"), then fuses; on the lexical '
+            "index it is BM25 alone."
         ),
     ]
     return "\n".join(lines) + "\n"
@@ -246,16 +253,15 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--mode", default=DEFAULT_MODE, choices=MODES)
     parser.add_argument("--index-dir", type=Path, default=ROOT / "data/processed")
-    parser.add_argument("--no-vectors", action="store_true", help="skip the index with vectors")
+    parser.add_argument("--live-only", action="store_true", help="only the live index, not the lexical one")
     parser.add_argument("--no-write", action="store_true", help=f"do not update {RESULTS.relative_to(ROOT)}")
     args = parser.parse_args()
     load_before = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     busy, own, wall = cpu_busy(), os.times(), time.perf_counter()
-    rows = bench_index(
-        "live (`data/processed`, no vectors)", args.index_dir, args.requests, args.concurrency, args.mode
-    )
-    if not args.no_vectors:
-        rows += bench_index("with vectors (`--vectors docs`)", ensure_vector_index(), args.requests,
+    rows = bench_index(f"live (`{shown(args.index_dir)}`, default)", args.index_dir, args.requests,
+                       args.concurrency, args.mode)  # fmt: skip
+    if not args.live_only:
+        rows += bench_index("lexical (`--vectors none`)", ensure_lexical_index(), args.requests,
                             args.concurrency, args.mode)  # fmt: skip
     now = os.times()
     mine = (now.user + now.system + now.children_user + now.children_system) - (

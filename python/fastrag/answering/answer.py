@@ -135,7 +135,7 @@ class BlockSimilarity:
     def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
         """The cosine of ``question`` with each of ``texts`` (each read up to :data:`SIMILARITY_MAX_TOKENS`)."""
         embedder = self.load()
-        query = embedder.embed([question])[0]  # not embed_queries: its static shapes take 0.14 s to compile
+        query = embedder.embed([question])[0]  # embedded like the texts it is compared with
         return [float(c) for c in embedder.embed(texts, SIMILARITY_MAX_TOKENS) @ query]
 
 

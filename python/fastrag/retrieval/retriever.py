@@ -227,10 +227,11 @@ class Retriever:
         return vectors.search(self._embed_queries()(queries), depth, allowed=allowed)
 
     def prepare_vectors(self) -> None:
-        """Load the embedding model and compile all its query requests now, not on the first searches.
+        """Load the embedding model and run each of its query shapes once now, not on the first searches.
 
-        A server calls this when it loads an index with vectors: compiling while it serves held up
-        every search batched behind the compilation. Does nothing when the model is already loaded.
+        A server calls this when it loads an index with vectors: loading the model (and a shape's
+        slower first call) while it serves held up every search batched behind it. Does nothing
+        when the model is already loaded.
         """
         if self.index.has_vectors:
             self._embed_queries(prepare=True)
