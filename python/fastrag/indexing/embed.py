@@ -25,9 +25,10 @@ Queries are padded to fixed shapes instead: the query at the smallest width of
 holds its queries of that width (filler rows repeat the first query). A query's shape therefore
 depends on its own length alone and on a few batch sizes, so its vector is the same alone or in
 any batch; queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs
-on the one dynamic-shape request: a request compiled per static shape was no faster here
-(``[16, 32]`` 25 against 27 ms, ``[1, 32]`` 2.8 against 3.4 ms) and cost ~0.17 s to read and
-compile per shape in every process (benches/RESULTS.md, "Query embedding on one request"). A
+on the one dynamic-shape request. A request compiled per static shape is 5–20% faster per call,
+but reading and compiling it cost ~0.17 s per shape in every process and ~50 MB each: measured side
+by side, one request made ``search_dataset`` of 100 questions 0.35 s faster and 100 MB smaller, and a
+busy server ~13% slower (benches/RESULTS.md, "Query embedding on one request"; docs/server.md). A
 shape's first call costs ~10–20 ms more than the next ones; :meth:`Embedder.prepare_queries` pays
 that for every shape at once (a server does, when it loads an index).
 
@@ -67,12 +68,11 @@ PAD_MULTIPLE = 8
 #: Query shapes: for each width (tokens, specials included), the batch sizes a query batch is padded to.
 #: A query runs at the smallest width that holds it (the 200 public questions: median 24 tokens,
 #: 179 within 32, all within 64), in a batch padded to the next size of its width; a batch of
-#: several widths is one call per width. Measured per call (benches/RESULTS.md, "Query embedding
-#: widths"): [1, 32] ~2.3 ms, [4, 32] ~4.3 ms, [8, 32] ~7 ms, [1, 64] ~3 ms, [2, 64] ~4.2 ms,
-#: [4, 64] ~7 ms; odd batch sizes cost as much as the next power of two, widths 24 and 48 as
-#: much as 32 and 64, and width 16 holds too few questions to pay for the call it adds to mixed
-#: batches (slower in the server load bench). (Measured on static-shape requests, which ran them until
-#: 2026-12; the dynamic-shape request runs them as fast.)
+#: several widths is one call per width. Measured per call on static-shape requests, which ran
+#: these shapes until 2026-12 (docs/history.md, "Query embedding widths"): [1, 32] ~2.3 ms, [4, 32] ~4.3 ms,
+#: [8, 32] ~7 ms, [1, 64] ~3 ms, [2, 64] ~4.2 ms, [4, 64] ~7 ms; odd batch sizes cost as much as the
+#: next power of two, widths 24 and 48 as much as 32 and 64, and width 16 holds too few questions to
+#: pay for the call it adds to mixed batches (slower in the server load bench).
 QUERY_SHAPES: dict[int, tuple[int, ...]] = {32: (1, 2, 4, 8, BATCH_SIZE), 64: (1, 2, 4, BATCH_SIZE)}
 #: The query widths, narrowest first; queries longer than the last are embedded like any text.
 QUERY_WIDTHS = tuple(sorted(QUERY_SHAPES))
