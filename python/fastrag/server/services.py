@@ -30,7 +30,11 @@ class Services:
     building: threading.Lock
 
 
-def services(request: Request) -> Services:
-    """The FastAPI dependency giving a route its application's :class:`Services`."""
+async def services(request: Request) -> Services:
+    """The FastAPI dependency giving a route its application's :class:`Services`.
+
+    A coroutine, so that FastAPI calls it on the event loop: a plain function dependency runs in
+    the thread pool, one more thread hop for every request.
+    """
     found: Services = request.app.state.fastrag
     return found
