@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import replace_section
+from common import replace_section, shown
 
 from fastrag import _core
 from fastrag.evaluation.datasets import ground_truth, load_dataset
@@ -226,7 +226,7 @@ def section(rows: Sequence[Row], index_dir: Path, load: tuple[float, float], tim
         "Written by `benches/ablation.py` (`make ablation`; a re-run replaces this section).\n\n"
         f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; {platform.platform()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores; load average {load[0]:.1f} before, {load[1]:.1f} after\n"
-        f"- index: `{index_dir.relative_to(ROOT) if index_dir.is_relative_to(ROOT) else index_dir}` "
+        f"- index: `{shown(index_dir)}` "
         "(vLLM 0.10.1, default chunking, `--vectors docs`); 100 docs + 100 code public questions, k = 10, "
         "recall by the grading rule\n"
         "- `200 q, s`: wall time of the configuration's `search_many` calls in this process (both sets, "

@@ -135,6 +135,12 @@ def machine() -> str:
     )
 
 
+def shown(path: Path) -> str:
+    """``path`` relative to the project root when it is inside it (as reports name files)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling renamed over it; the file keeps its
     permissions (0644 when new), unlike a bare ``mkstemp`` file."""

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
+from common import RESULTS, ROOT, machine, replace_section, shown, write_text_atomic
 from paraphrased import PARAPHRASES, paraphrases
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
@@ -165,17 +165,13 @@ def searched_recall(
     """Out-of-fold recall of every question of ``targets`` (default: ``questions``) as the retriever
     itself searches it (its default mode, fusion included), its ranker's weights fitted on the folds
     of ``questions`` that do not hold its question id (:func:`target_folds`)."""
-    fold = folds_of(len(questions), folds)
     aimed = list(questions if targets is None else targets)
-    where = target_folds(questions, fold, aimed)
     out: list[dict[int, float]] = [{} for _ in aimed]
     stage = retriever.precision
     saved = (stage.name_weight, stage.definitions_weight)
     try:
-        for f in range(folds):
-            w = fit([q for q, g in zip(questions, fold) if g != f], np.ones(len(precision.FEATURES)))
+        for w, rows in held_out(questions, folds, np.ones(len(precision.FEATURES)), aimed):
             stage.set_weights(list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1))
-            rows = np.nonzero(where == f)[0]
             for i, hits in zip(rows, retriever.search_many([aimed[i].text for i in rows], K)):
                 out[i] = {k: found_share(aimed[i].truth, hits[:k]) for k in RECALL_KS}
     finally:
@@ -230,6 +226,17 @@ def target_folds(questions: Sequence[Question], fold: np.ndarray, targets: Seque
     return np.array([by_id.get(t.qid, -1) for t in targets], dtype=np.int64)
 
 
+def held_out(
+    questions: Sequence[Question], folds: int, mask: np.ndarray, targets: Sequence[Question]
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """For each fold: the weights fitted on the other folds of ``questions`` (features selected by
+    ``mask``), and the rows of ``targets`` the fold holds out (:func:`target_folds`)."""
+    fold = folds_of(len(questions), folds)
+    where = target_folds(questions, fold, targets)
+    for f in range(folds):
+        yield fit([q for q, g in zip(questions, fold) if g != f], mask), np.nonzero(where == f)[0]
+
+
 def cross_validate(
     questions: list[Question],
     retriever: Retriever,
@@ -240,13 +247,10 @@ def cross_validate(
 ) -> list[dict[int, float]]:
     """Out-of-fold recall of every question of ``targets`` (default: ``questions``), ranked with the
     weights fitted on the folds of ``questions`` that do not hold its question id."""
-    fold = folds_of(len(questions), folds)
     aimed = list(questions if targets is None else targets)
-    where = target_folds(questions, fold, aimed)
     out: list[dict[int, float]] = [{} for _ in aimed]
-    for f in range(folds):
-        weights = fit([q for q, g in zip(questions, fold) if g != f], mask)
-        for i in np.nonzero(where == f)[0]:
+    for weights, rows in held_out(questions, folds, mask, aimed):
+        for i in rows:
             out[i] = recall(aimed[i], weights, retriever, headings)
     return out
 
@@ -319,11 +323,6 @@ def index_ablation(
 def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str) -> float:
     rows = [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset] or list(range(len(questions)))
     return float(np.mean([per[i][5] for i in rows]))
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the repository when it is inside it."""
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def main() -> None:

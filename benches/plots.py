@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import ROOT
+from common import ROOT, shown
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from report import load_figures, say
@@ -209,7 +209,7 @@ def main() -> int:
             continue
         path = plot(figures)
         drawn += 1
-        say(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        say(f"wrote {shown(path)}")
     if drawn == 0:
         print("plots.py: error: no bench figures in data/bench/results: run the bench scripts first", file=sys.stderr)
         return 1

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-from common import replace_section
+from common import replace_section, shown
 
 from fastrag.config import DEFAULT_MODE, MODES
 
@@ -194,12 +194,6 @@ def bench_index(label: str, index_dir: Path, total: int, concurrency: int, mode:
         proc.terminate()
         proc.wait(timeout=30)
     return [(label, cold), (label, cached)]
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the project root when it is inside it."""
-    resolved = path.resolve()
-    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def section(rows: list[tuple[str, Pass]], total: int, concurrency: int, mode: str, load: str, foreign: float) -> str:

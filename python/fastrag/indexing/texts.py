@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,17 +73,16 @@ class Definitions:
 
     def __init__(self, text: str) -> None:
         """Find every definition of ``text``: where its line starts, where its name ends, the name."""
-        found = [(m.start(), m.end(), m.group(1)) for m in DEFINITION.finditer(text)]
-        self._starts = [start for start, _, _ in found]
-        self._found: Sequence[tuple[int, int, str]] = found
+        self._found = [(m.start(), m.end(), m.group(1)) for m in DEFINITION.finditer(text)]
 
     def within(self, start: int, end: int, context: str = "") -> list[str]:
         """The names defined by the lines that start at or after ``start`` and whose name ends by
         ``end``, and by ``context`` (enclosing signatures), sorted, each once."""
         names = set(defined_names(context)) if context else set()
-        i = bisect.bisect_left(self._starts, start)
-        while i < len(self._found) and self._found[i][1] <= end:
-            names.add(self._found[i][2])
+        found = self._found
+        i = bisect.bisect_left(found, start, key=lambda d: d[0])
+        while i < len(found) and found[i][1] <= end:
+            names.add(found[i][2])
             i += 1
         return sorted(names)
 
