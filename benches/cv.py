@@ -320,9 +320,10 @@ def index_ablation(
     }
 
 
-def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str) -> float:
+def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str, at: int = 5) -> float:
+    """Mean recall@``at`` (default 5) of the questions of one kind (``docs`` or ``code``)."""
     rows = [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset] or list(range(len(questions)))
-    return float(np.mean([per[i][5] for i in rows]))
+    return float(np.mean([per[i][at] for i in rows]))
 
 
 def main() -> None:

@@ -6,7 +6,8 @@ temporary folder for each setting, and ranked like :mod:`cv`'s main columns, on 
 the precision stage's candidate depth (query side), and the fusion of vectors: no vectors, or the
 vector list's weight and floor (on the index's own vectors, or on the repository indexed again
 with vectors when it has none), then how deep each list goes into the fusion and its RRF
-constant. For every setting, each question's recall is out of fold: the ranker's weights are
+constant, and the weight of the lexical margin in the order of the first five fused results (which
+cannot change recall@5, so it is selected on recall@1). For every setting, each question's recall is out of fold: the ranker's weights are
 fitted without the question's fold (:func:`cv.cross_validate`; for the fusion, the retriever
 itself searches, :func:`cv.searched_recall`). Then, fold by fold, the setting with the best
 pooled recall@5 on the *other* folds is chosen (ties go to the shipped setting) and the held-out
@@ -28,6 +29,7 @@ from cv import Question, collect, cross_validate, folds_of, index_params, rebuil
 
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
+from fastrag.retrieval.fusion import HEAD
 from fastrag.retrieval.retriever import Retriever
 
 #: Index-side tunables: a label, then the settings tried (each a set of IndexParams fields).
@@ -51,18 +53,24 @@ FUSION_GRID = [(w, g) for w in (0.1, 0.25, 0.5, 1.0) for g in (0.5, 0.6, 0.7)]
 #: ... and, with the shipped weight and floor, how deep each list goes and the RRF constant.
 FUSION_SHAPES = [(d, c) for d in (30, 50, 100) for c in (30.0, 60.0, 100.0)]
 VECTOR_MODE = "docs"
+#: ... and the weight of the lexical margin in the order of the first fused results
+#: (:func:`fastrag.retrieval.fusion.order_head`). It cannot change which results come first, only
+#: their order, so it is selected on recall@1.
+MARGINS = (0.0, 0.005, 0.01, 0.02, 0.05)
 
 PerQuestion = list[dict[int, float]]
 
 
-def select(per_setting: Sequence[PerQuestion], shipped: int, fold: np.ndarray) -> tuple[PerQuestion, list[int]]:
-    """Out-of-fold recall when each fold's setting is the best one on the other folds (ties: ``shipped``),
-    and the setting chosen for each fold."""
+def select(
+    per_setting: Sequence[PerQuestion], shipped: int, fold: np.ndarray, at: int = 5
+) -> tuple[PerQuestion, list[int]]:
+    """Out-of-fold recall when each fold's setting is the best one on the other folds by recall@``at``
+    (ties: ``shipped``), and the setting chosen for each fold."""
     out: PerQuestion = [{} for _ in per_setting[0]]
     chosen: list[int] = []
     for f in range(int(fold.max()) + 1):
         train = np.nonzero(fold != f)[0]
-        means = [round(float(np.mean([per[i][5] for i in train])), 9) for per in per_setting]
+        means = [round(float(np.mean([per[i][at] for i in train])), 9) for per in per_setting]
         best = max(range(len(per_setting)), key=lambda j: (means[j], j == shipped))
         chosen.append(best)
         for i in np.nonzero(fold == f)[0]:
@@ -75,7 +83,7 @@ def grid_table(
     datasets: Sequence[Path],
     questions: list[Question],
     folds: int,
-    pooled_r5: Callable[[PerQuestion, list[Question], str], float],
+    pooled_r5: Callable[[PerQuestion, list[Question], str, int], float],
 ) -> str:
     """Markdown table: for each tunable, the settings tried, the shipped one, the one each fold chose,
     and pooled recall@5 out of fold with the shipped setting and with the selected ones."""
@@ -85,10 +93,14 @@ def grid_table(
     head = "| tunable | settings tried | shipped | chosen per fold | pooled docs R@5 shipped / selected"
     lines = [head + " | pooled code R@5 shipped / selected |", "|---|---|---|---|---|---|"]
 
-    def row(label: str, names: list[str], shipped: int, per_setting: list[PerQuestion]) -> None:
-        selected, chosen = select(per_setting, shipped, fold)
+    def row(label: str, names: list[str], shipped: int, per_setting: list[PerQuestion], at: int = 5) -> None:
+        selected, chosen = select(per_setting, shipped, fold, at)
         cells = [
-            f"{pooled_r5(per_setting[shipped], questions, kind):.3f} / {pooled_r5(selected, questions, kind):.3f}"
+            "; ".join(
+                ("" if k == 5 else f"R@{k} ")
+                + " / ".join(f"{pooled_r5(per, questions, kind, k):.3f}" for per in (per_setting[shipped], selected))
+                for k in sorted({5, at}, reverse=True)
+            )
             for kind in ("docs", "code")
         ]
         picks = " · ".join(names[j] for j in chosen)
@@ -128,6 +140,15 @@ def grid_table(
         retriever.fusion_depth, retriever.rrf_c = shipped_shape
         labels = [f"depth {d} c {c:g}" for d, c in shapes]
         row("fusion depth, RRF constant", labels, shapes.index(shipped_shape), per_shape)
+        shipped_margin = retriever.margin_weight
+        margins = MARGINS if shipped_margin in MARGINS else (shipped_margin, *MARGINS)
+        per_margin = []
+        for weight in margins:
+            retriever.margin_weight = weight
+            per_margin.append(searched_recall(retriever, questions, folds))
+        retriever.margin_weight = shipped_margin
+        label = f"lexical margin in the first {HEAD} (selected on R@1)"
+        row(label, [f"{w:g}" for w in margins], margins.index(shipped_margin), per_margin, 1)
     return "\n".join(lines)
 
 

@@ -33,7 +33,7 @@ from fastrag.indexing.vectors import (
     text_key,
 )
 from fastrag.retrieval.batching import Combiner
-from fastrag.retrieval.fusion import RRF_C
+from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C
 from fastrag.retrieval.retriever import FUSION_DEPTH, VECTOR_GATE, VECTOR_WEIGHT, Retriever
 
 #: Vectors are opt-in; these tests build indexes with the docs embedded.
@@ -389,12 +389,18 @@ def test_the_fusion_weight_and_floor_are_the_retrievers_own(embedder: Embedder, 
         top = retriever.search(query, 1)[0]
         assert top.file_path == "repo/docs/lora.md"
         scores.append(top.score)
-    # RRF: a list adds weight / (c + rank); BM25 alone could give at most 2 / (c + 1)
-    assert scores[0] <= 2 / (RRF_C + 1) and scores[1] >= 1000 / (RRF_C + 2)
+    # RRF: a list adds weight / (c + rank); BM25 alone could give at most 2 / (c + 1), and the lexical
+    # margin (at most 1) adds at most its weight
+    assert scores[0] <= 2 / (RRF_C + 1) + MARGIN_WEIGHT and scores[1] >= 1000 / (RRF_C + 2)
+    retriever.margin_weight = 1000.0  # the margin's weight is the retriever's too: the lexical best gains 1000
+    top = retriever.search(query, 1)[0]
+    assert top.file_path == lexical[0].file_path and top.score >= 1000
+    retriever.margin_weight = MARGIN_WEIGHT
     retriever.rrf_c = 0.0  # the constant is the retriever's too: now the first rank adds weight / 1
     assert retriever.search(query, 1)[0].score >= 1000 / 2
     other = Retriever.open(tmp_path / "ix")
     assert (other.vector_weight, other.vector_gate, other.rrf_c) == (VECTOR_WEIGHT, VECTOR_GATE, RRF_C)
+    assert other.margin_weight == MARGIN_WEIGHT
     assert other.fusion_depth == FUSION_DEPTH
 
 

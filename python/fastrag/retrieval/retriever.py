@@ -16,7 +16,7 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
-from fastrag.retrieval.fusion import RRF_C, rrf
+from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
@@ -85,6 +85,8 @@ class Retriever:
         self.vector_gate = VECTOR_GATE
         self.fusion_depth = FUSION_DEPTH
         self.rrf_c = RRF_C
+        #: Weight of the lexical margin in the order of the first fused results (:func:`order_head`).
+        self.margin_weight = MARGIN_WEIGHT
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -157,6 +159,7 @@ class Retriever:
                     weights=[LEXICAL_WEIGHT, self.vector_weight],
                     c=self.rrf_c,
                 )
+                ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
