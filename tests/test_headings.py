@@ -241,6 +241,24 @@ def test_grid_selection_scores_each_fold_with_the_setting_best_elsewhere() -> No
     assert [o[5] for o in out] == [1.0, 0.0, 0.0, 0.0]
     tied, chosen = cv_grid.select([shipped, shipped], 1, fold)
     assert chosen == [1, 1] and tied == shipped  # ties go to the shipped setting
+    # a setting that cannot change recall@5 (the order of the first five) is selected on another k
+    first = [{1: 1.0, 5: 1.0}, {1: 0.0, 5: 1.0}, {1: 1.0, 5: 1.0}, {1: 0.0, 5: 1.0}]
+    later = [{1: 0.0, 5: 1.0}] * 4
+    assert cv_grid.select([later, first], 0, fold)[1] == [0, 0]  # recall@5 ties: shipped
+    assert cv_grid.select([later, first], 0, fold, at=1)[1] == [1, 1]
+
+
+def test_bootstrap_intervals_hold_the_mean_and_narrow_with_more_questions() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv
+
+    few = [1.0] * 9 + [0.0]
+    lo, hi = cv.bootstrap_interval(few)
+    assert lo < 0.9 < hi <= 1.0
+    lo_many, hi_many = cv.bootstrap_interval(few * 20)
+    assert lo < lo_many < 0.9 < hi_many and hi_many - lo_many < hi - lo
+    assert cv.bootstrap_interval([1.0] * 5) == (1.0, 1.0)
+    assert cv.bootstrap_interval(few) == (lo, hi)  # seeded: the same every run
 
 
 def test_a_rewording_is_scored_in_the_fold_of_its_original() -> None:
