@@ -4,15 +4,15 @@ Each tunable is a short list of settings around the shipped one: BM25 k1 and b, 
 indexed under heading lines, the chunkers' target size (index side: the index is rebuilt in a
 temporary folder for each setting, and ranked like :mod:`cv`'s main columns, on BM25 candidates),
 the precision stage's candidate depth (query side), and the fusion of vectors: no vectors, or the
-vector list's weight and floor (on the index's own vectors, or on the repository indexed again
-with vectors when it has none), then how deep each list goes into the fusion and its RRF
-constant, and the weight of the lexical margin in the order of the first five fused results (which
-cannot change recall@5, so it is selected on recall@1). For every setting, each question's recall is out of fold: the ranker's weights are
-fitted without the question's fold (:func:`cv.cross_validate`; for the fusion, the retriever
-itself searches, :func:`cv.searched_recall`). Then, fold by fold, the setting with the best
-pooled recall@5 on the *other* folds is chosen (ties go to the shipped setting) and the held-out
-fold is scored with it: the "selected out of fold" figure is what choosing the setting by data
-earns on questions the choice never saw. A tunable whose selection does not beat its shipped
+vector list's weight and floor (on the index's own vectors, or on the repository indexed again with
+vectors when it has none), then how deep each list goes into the fusion and its RRF constant, and
+the weight of the lexical margin in the order of the first five fused results (which cannot change
+recall@5, so it is selected on recall@1). For every setting, each question's recall is out of fold:
+the ranker's weights are fitted without the question's fold (:func:`cv.cross_validate`; for the
+fusion, the retriever itself searches, :func:`cv.searched_recall`). Then, fold by fold, the setting
+with the best pooled recall@5 on the *other* folds is chosen (ties go to the shipped setting) and
+the held-out fold is scored with it: the "selected out of fold" figure is what choosing the setting
+by data earns on questions the choice never saw. A tunable whose selection does not beat its shipped
 setting out of fold keeps the shipped value.
 """
 
