@@ -2,7 +2,9 @@
 
 RRF (Cormack, Clarke & Büttcher, 2009) scores an item by ``sum_i w_i / (c + rank_i)`` over
 the lists it appears in (rank from 1). It needs no score calibration between retrievers whose
-scores live on different scales (BM25 sums vs cosines), which is exactly our case.
+scores live on different scales (BM25 sums vs cosines), which is exactly our case. What it
+drops, the lexical list's margins, then decides the order of the first fused results
+(:func:`order_head`).
 """
 
 from __future__ import annotations
