@@ -257,19 +257,30 @@ def cross_validate(
     return out
 
 
+def kind_rows(questions: Sequence[Question], kind: str) -> list[int]:
+    """Positions of the questions of one kind (``docs`` or ``code``, from their set's name)."""
+    return [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset]
+
+
+def groups(questions: Sequence[Question]) -> dict[str, list[int]]:
+    """The rows every report shows: each question set, then pooled docs and code (when both are
+    there), then all questions; each with the positions of its questions."""
+    found: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        found.setdefault(q.dataset, []).append(i)
+    for kind in ("docs", "code"):
+        rows = kind_rows(questions, kind)
+        if rows and len(rows) < len(questions):
+            found[f"pooled {kind}"] = rows
+    found["pooled, all"] = list(range(len(questions)))
+    return found
+
+
 def table(questions: list[Question], columns: dict[str, list[dict[int, float]]]) -> str:
     """Markdown rows: every question set, then the pooled docs/code/all rows, one R@1/3/5/10 cell per column."""
-    groups: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        groups.setdefault(q.dataset, []).append(i)
-    for kind in ("docs", "code"):
-        rows = [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset]
-        if rows and len(rows) < len(questions):
-            groups[f"pooled {kind}"] = rows
-    groups["pooled, all"] = list(range(len(questions)))
     head = "| questions | n | " + " | ".join(f"{c} R@{'/'.join(map(str, RECALL_KS))}" for c in columns) + " |"
     lines = [head, "|" + "---|" * (2 + len(columns))]
-    for name, rows in groups.items():
+    for name, rows in groups(questions).items():
         cells = []
         for per in columns.values():
             cells.append("/".join(f"{np.mean([per[i][k] for i in rows]):.3f}".lstrip("0") for k in RECALL_KS))
@@ -288,14 +299,9 @@ def bootstrap_interval(values: Sequence[float], level: float = 0.95, reps: int =
 
 
 def intervals(questions: list[Question], per: list[dict[int, float]], at: int = 5) -> str:
-    """One line: each set's recall@``at`` with its 95% bootstrap interval."""
-    groups: dict[str, list[int]] = {}
-    for i, q in enumerate(questions):
-        groups.setdefault(q.dataset.removeprefix("dataset_").removesuffix(".json"), []).append(i)
-    for kind in ("docs", "code"):
-        groups[f"pooled {kind}"] = [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset]
+    """One line: the recall@``at`` of every row of :func:`groups` with its 95% bootstrap interval."""
     cells = []
-    for name, rows in groups.items():
+    for name, rows in groups(questions).items():
         if rows:
             values = [per[i][at] for i in rows]
             lo, hi = bootstrap_interval(values)
@@ -348,9 +354,9 @@ def index_ablation(
     }
 
 
-def pooled_r5(per: list[dict[int, float]], questions: list[Question], kind: str, at: int = 5) -> float:
-    """Mean recall@``at`` (default 5) of the questions of one kind (``docs`` or ``code``)."""
-    rows = [i for i, q in enumerate(questions) if f"_{kind}_" in q.dataset] or list(range(len(questions)))
+def pooled_recall(per: list[dict[int, float]], questions: list[Question], kind: str, at: int = 5) -> float:
+    """Mean recall@``at`` (default 5) of the questions of one kind (``docs`` or ``code``; all when none is)."""
+    rows = kind_rows(questions, kind) or list(range(len(questions)))
     return float(np.mean([per[i][at] for i in rows]))
 
 
@@ -416,12 +422,13 @@ def main() -> None:
     if args.grid:
         from cv_grid import INTRO, grid_table
 
-        grid = f"{INTRO}:\n\n{grid_table(retriever, datasets, questions, args.folds, pooled_r5)}\n\n"
+        grid = f"{INTRO}:\n\n{grid_table(retriever, datasets, questions, args.folds, pooled_recall)}\n\n"
     relative = fitted / fitted[0]
     shipped_text = ", ".join(f"{f} {w / shipped_w[0]:.3f}" for f, w in zip(precision.FEATURES, shipped_w))
+    full_parts = ablation["all parts"]
     gains = "; ".join(
-        f"{name}: docs {pooled_r5(ablation['all parts'], questions, 'docs') - pooled_r5(per, questions, 'docs'):+.3f},"
-        f" code {pooled_r5(ablation['all parts'], questions, 'code') - pooled_r5(per, questions, 'code'):+.3f}"
+        f"{name}: docs {pooled_recall(full_parts, questions, 'docs') - pooled_recall(per, questions, 'docs'):+.3f},"
+        f" code {pooled_recall(full_parts, questions, 'code') - pooled_recall(per, questions, 'code'):+.3f}"
         for name, per in ablation.items()
         if name != "all parts"
     )

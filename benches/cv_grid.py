@@ -83,7 +83,7 @@ def grid_table(
     datasets: Sequence[Path],
     questions: list[Question],
     folds: int,
-    pooled_r5: Callable[[PerQuestion, list[Question], str, int], float],
+    pooled_recall: Callable[[PerQuestion, list[Question], str, int], float],
 ) -> str:
     """Markdown table: for each tunable, the settings tried, the shipped one, the one each fold chose,
     and pooled recall@5 out of fold with the shipped setting and with the selected ones."""
@@ -98,7 +98,7 @@ def grid_table(
         cells = [
             "; ".join(
                 ("" if k == 5 else f"R@{k} ")
-                + " / ".join(f"{pooled_r5(per, questions, kind, k):.3f}" for per in (per_setting[shipped], selected))
+                + " / ".join(f"{pooled_recall(p, questions, kind, k):.3f}" for p in (per_setting[shipped], selected))
                 for k in sorted({5, at}, reverse=True)
             )
             for kind in ("docs", "code")
@@ -133,20 +133,12 @@ def grid_table(
     if retriever.index.has_vectors:
         shipped_shape = (retriever.fusion_depth, retriever.rrf_c)
         shapes = FUSION_SHAPES if shipped_shape in FUSION_SHAPES else [shipped_shape, *FUSION_SHAPES]
-        per_shape = []
-        for fusion_depth, rrf_c in shapes:
-            retriever.fusion_depth, retriever.rrf_c = fusion_depth, rrf_c
-            per_shape.append(searched_recall(retriever, questions, folds))
-        retriever.fusion_depth, retriever.rrf_c = shipped_shape
+        per_shape = searched_settings(retriever, questions, folds, ("fusion_depth", "rrf_c"), shapes)
         labels = [f"depth {d} c {c:g}" for d, c in shapes]
         row("fusion depth, RRF constant", labels, shapes.index(shipped_shape), per_shape)
         shipped_margin = retriever.margin_weight
         margins = MARGINS if shipped_margin in MARGINS else (shipped_margin, *MARGINS)
-        per_margin = []
-        for weight in margins:
-            retriever.margin_weight = weight
-            per_margin.append(searched_recall(retriever, questions, folds))
-        retriever.margin_weight = shipped_margin
+        per_margin = searched_settings(retriever, questions, folds, ("margin_weight",), [(w,) for w in margins])
         label = f"lexical margin in the first {HEAD} (selected on R@1)"
         row(label, [f"{w:g}" for w in margins], margins.index(shipped_margin), per_margin, 1)
     return "\n".join(lines)
@@ -168,12 +160,25 @@ def fusion_recall(
             build_index(repo, Path(tmp), vectors, display_root=root, progress=False)
             hybrid = Retriever.open(Path(tmp), retriever.models_dir)
         shipped = (hybrid.vector_weight, hybrid.vector_gate)
-        out: list[PerQuestion] = []
-        try:
-            for weight, floor in [(0.0, float("inf")), *FUSION_GRID]:
-                hybrid.vector_weight, hybrid.vector_gate = weight, floor
-                out.append(searched_recall(hybrid, questions, folds))
-        finally:
-            hybrid.vector_weight, hybrid.vector_gate = shipped
+        settings = [(0.0, float("inf")), *FUSION_GRID]
+        out = searched_settings(hybrid, questions, folds, ("vector_weight", "vector_gate"), settings)
     chosen = 1 + FUSION_GRID.index(shipped) if retriever.index.has_vectors and shipped in FUSION_GRID else 0
     return out, chosen
+
+
+def searched_settings(
+    retriever: Retriever, questions: list[Question], folds: int, names: Sequence[str], settings: Sequence[Sequence[Any]]
+) -> list[PerQuestion]:
+    """Out-of-fold recall of every question as the retriever searches it (:func:`cv.searched_recall`)
+    with its attributes ``names`` set to each of ``settings`` in turn; their own values are restored after."""
+    saved = [getattr(retriever, name) for name in names]
+    out: list[PerQuestion] = []
+    try:
+        for values in settings:
+            for name, value in zip(names, values):
+                setattr(retriever, name, value)
+            out.append(searched_recall(retriever, questions, folds))
+    finally:
+        for name, value in zip(names, saved):
+            setattr(retriever, name, value)
+    return out

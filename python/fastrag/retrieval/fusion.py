@@ -63,9 +63,8 @@ def order_head(
     """
     if weight <= 0 or not lexical or lexical[0][1] <= 0 or len(fused) < 2:
         return list(fused)
-    best = lexical[0][1]
-    margin = {item: score / best for item, score in lexical}
-    rank = {item: n for n, (item, _) in enumerate(fused[:head])}
-    first = [(item, score + weight * margin.get(item, 0.0)) for item, score in fused[:head]]
-    first.sort(key=lambda kv: (-kv[1], rank[kv[0]]))
+    scale = weight / lexical[0][1]
+    scores = dict(lexical)
+    first = [(item, score + scale * scores.get(item, 0.0)) for item, score in fused[:head]]
+    first.sort(key=lambda kv: -kv[1])  # stable: ties keep the fused order
     return first + list(fused[head:])
