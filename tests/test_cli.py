@@ -63,6 +63,7 @@ def test_index_search_dataset_evaluate(indexed: Path) -> None:
     )
     assert scored.code == 0, scored.err
     assert "recall@1: 1.000" in scored.out
+    assert "missed in the first 5: 0 of 2 spans (file not retrieved: 0;" in scored.out
 
 
 def test_reindex_unchanged_is_up_to_date_and_change_is_seen(indexed: Path) -> None:

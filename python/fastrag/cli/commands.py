@@ -178,7 +178,8 @@ class Commands:
         dataset_path: Any = None,
         show_missed: bool = False,
     ) -> None:
-        """Print recall@1/3/5/10 of a results file against a dataset with ground truth.
+        """Print recall@1/3/5/10 of a results file against a dataset with ground truth, and why the
+        ground-truth spans missed in the first 5 are missed.
 
         Args:
             student_search_results_path: output of search_dataset.
@@ -186,7 +187,7 @@ class Commands:
             show_missed: also list the questions not fully found in the top 10.
         """
         from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
-        from fastrag.evaluation.recall import evaluate
+        from fastrag.evaluation.recall import MISS_K, evaluate
 
         if student_search_results_path is None or dataset_path is None:
             raise UsageError("--student_search_results_path and --dataset_path are required")
@@ -197,6 +198,8 @@ class Commands:
         report = evaluate(results.search_results, truth)
         print(f"{dataset_file.name}: {report.questions} questions, {report.answered} with results, k={results.k}")
         print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
+        causes = "; ".join(f"{cause}: {n}" for cause, n in report.causes.items())
+        print(f"missed in the first {MISS_K}: {sum(report.causes.values())} of {report.spans} spans ({causes})")
         if show_missed:
             by_id = {r.question_id: r for r in results.search_results}
             by_q = {q.question_id: q for q in truth}

@@ -1,9 +1,9 @@
-"""recall@k by the grading rule of SPEC.md."""
+"""recall@k by the grading rule of SPEC.md, and why ground-truth spans are missed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults, MinimalSource
 
@@ -11,6 +11,12 @@ from fastrag.schemas import AnsweredQuestion, MinimalSearchResults, MinimalSourc
 RECALL_KS = (1, 3, 5, 10)
 #: A retrieved span finds a ground-truth span when their IoU is strictly above this.
 IOU_THRESHOLD = 0.05
+#: The cut-off whose misses :func:`miss_cause` explains: the results a reader (and recall@5) sees first.
+MISS_K = 5
+#: Why a ground-truth span is not found in the first :data:`MISS_K` results (:func:`miss_cause`),
+#: in the order ``evaluate`` prints them: no retrieved span is from its file; one is, but none of
+#: them matches the span; a later result matches it.
+MISS_CAUSES = ("file not retrieved", "file retrieved, span off", "found after the first 5")
 
 
 def iou(s1: int, e1: int, s2: int, e2: int) -> float:
@@ -41,14 +47,35 @@ def question_recall(retrieved: Sequence[MinimalSource], truth: Sequence[MinimalS
     return sum(any(finds(r, t) for r in top) for t in truth) / len(truth)
 
 
+def miss_cause(retrieved: Sequence[MinimalSource], truth: MinimalSource, k: int = MISS_K) -> str | None:
+    """Why ``truth`` is not found among the first ``k`` retrieved spans (one of :data:`MISS_CAUSES`,
+    judged over all of ``retrieved``), or ``None`` when it is.
+
+    The three causes call for different fixes: a file never retrieved is a first-stage miss, a
+    file retrieved with the span off is a matter of where the chunks are cut or which of a file's
+    spans ranks first, and a span found after the first ``k`` is a matter of ranking.
+    """
+    found = [n for n, r in enumerate(retrieved) if finds(r, truth)]
+    if found and found[0] < k:
+        return None
+    if found:
+        return MISS_CAUSES[2]
+    if any(r.file_path == truth.file_path for r in retrieved):
+        return MISS_CAUSES[1]
+    return MISS_CAUSES[0]
+
+
 @dataclass(frozen=True, slots=True)
 class Evaluation:
-    """Mean recall@k over a dataset, and the questions missed at the largest k."""
+    """Mean recall@k over a dataset, the questions missed at the largest k, and how many
+    ground-truth spans (of ``spans``) are missed in the first :data:`MISS_K` results, by cause."""
 
     recall: dict[int, float]
     questions: int
     answered: int
     missed: list[str]
+    spans: int = 0
+    causes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MISS_CAUSES, 0))
 
 
 def evaluate(
@@ -59,18 +86,25 @@ def evaluate(
     """recall@k for every k in ``ks``: the mean over all ground-truth questions.
 
     A question without a result scores 0; results for questions not in ``truth`` are ignored.
+    The causes of misses (:func:`miss_cause`) are judged over the first ``max(ks)`` results.
     """
     by_id = {r.question_id: r for r in results}
     sums = dict.fromkeys(ks, 0.0)
     missed: list[str] = []
-    answered = 0
+    causes = dict.fromkeys(MISS_CAUSES, 0)
+    answered = spans = 0
     for q in truth:
         result = by_id.get(q.question_id)
-        retrieved = result.retrieved_sources if result is not None else []
+        retrieved = result.retrieved_sources[: max(ks)] if result is not None else []
         answered += result is not None
         for k in ks:
             sums[k] += question_recall(retrieved, q.sources, k)
         if question_recall(retrieved, q.sources, max(ks)) < 1.0:
             missed.append(q.question_id)
+        for source in q.sources:
+            spans += 1
+            cause = miss_cause(retrieved, source)
+            if cause is not None:
+                causes[cause] += 1
     n = len(truth)
-    return Evaluation({k: (s / n if n else 0.0) for k, s in sums.items()}, n, answered, missed)
+    return Evaluation({k: (s / n if n else 0.0) for k, s in sums.items()}, n, answered, missed, spans, causes)
