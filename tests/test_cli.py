@@ -66,6 +66,33 @@ def test_index_search_dataset_evaluate(indexed: Path) -> None:
     assert "missed in the first 5: 0 of 2 spans (file not retrieved: 0;" in scored.out
 
 
+def test_evaluate_tells_why_each_missed_span_is_missed(tmp_path: Path) -> None:
+    dataset = write_dataset(tmp_path / "dataset_docs_tiny.json", [LORA_TRUTH, SAMPLING_TRUTH])
+    spans = [{"file_path": "repo/docs/lora.md", "first_character_index": 900, "last_character_index": 1000}]
+    results = tmp_path / "results.json"
+    results.write_text(
+        json.dumps(
+            {
+                "k": 10,
+                "search_results": [
+                    {"question_id": "q-lora", "question": LORA_TRUTH["question"], "retrieved_sources": spans},
+                    {"question_id": "q-sampling", "question": "Where?", "retrieved_sources": spans},
+                ],
+            }
+        )
+    )
+    args = ("evaluate", "--student_search_results_path", str(results), "--dataset_path", str(dataset))
+    scored = run_cli(*args, "--show_missed", cwd=tmp_path)
+    assert scored.code == 0, scored.err
+    assert "recall@10: 0.000" in scored.out
+    assert (
+        "missed in the first 5: 2 of 2 spans (file not retrieved: 1; file retrieved, span off: 1; "
+        "found after the first 5: 0)" in scored.out
+    )
+    assert "repo/docs/lora.md:0-200  (file retrieved, span off)" in scored.out
+    assert "repo/pkg/sampling.py:0-100  (file not retrieved)" in scored.out
+
+
 def test_reindex_unchanged_is_up_to_date_and_change_is_seen(indexed: Path) -> None:
     again = run_cli("index", "--repo_path", "repo", cwd=indexed)
     assert again.code == 0 and "up to date" in again.out

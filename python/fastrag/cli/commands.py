@@ -184,10 +184,10 @@ class Commands:
         Args:
             student_search_results_path: output of search_dataset.
             dataset_path: the AnsweredQuestions dataset.
-            show_missed: also list the questions not fully found in the top 10.
+            show_missed: also list the questions not fully found in the top 10, each missed span with its cause.
         """
         from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
-        from fastrag.evaluation.recall import MISS_K, evaluate
+        from fastrag.evaluation.recall import MISS_K, RECALL_KS, evaluate, miss_cause
 
         if student_search_results_path is None or dataset_path is None:
             raise UsageError("--student_search_results_path and --dataset_path are required")
@@ -205,11 +205,16 @@ class Commands:
             by_q = {q.question_id: q for q in truth}
             for qid in report.missed:
                 q = by_q[qid]
+                got = by_id.get(qid)
+                retrieved = got.retrieved_sources[: max(RECALL_KS)] if got else []
                 print(f"- {q.question}")
                 for s in q.sources:
-                    print(f"    truth:     {s.file_path}:{s.first_character_index}-{s.last_character_index}")
-                got = by_id.get(qid)
-                for s in got.retrieved_sources[:3] if got else []:
+                    cause = miss_cause(retrieved, s)
+                    print(
+                        f"    truth:     {s.file_path}:{s.first_character_index}-{s.last_character_index}"
+                        + (f"  ({cause})" if cause else "")
+                    )
+                for s in retrieved[:3]:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
 
     @raw_text("question")
