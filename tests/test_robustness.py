@@ -206,10 +206,40 @@ def test_two_indexers_at_once(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     for proc in procs:
-        assert proc.wait(timeout=120) == 0
-        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
     assert "repo/gen/module_" in run_cli("search", "function_7 pipeline", "--k", "1", cwd=tmp_path).out
     assert not [p for p in (tmp_path / "data/processed").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_publication_beside_an_indexer_never_prunes_its_cache_mid_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedding cache is written into the index folder, whose publications prune temporary
+    files: another indexer publishing while the cache's temporary file awaits its rename must wait
+    (the race behind a rare failure of two indexers at once), not delete it."""
+    from fastrag.indexing import storage
+    from fastrag.indexing.generations import current_generation, publish
+    from fastrag.indexing.vectors import CACHE_FILE
+
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    other = threading.Thread(target=publish, args=(ix, lambda staging: (staging / "marker").write_text("x")))
+    waited: list[bool] = []
+
+    def meanwhile(name: str) -> None:
+        if name == f"before-rename:{CACHE_FILE}" and not waited:
+            other.start()  # another indexer publishes now
+            other.join(timeout=1.0)
+            waited.append(other.is_alive())
+
+    monkeypatch.setattr(storage, "pause_point", meanwhile)
+    report = build_index(repo, ix, display_root="repo", progress=False)
+    other.join(timeout=60)
+    assert waited == [True]  # the publication waited for the cache to be in place
+    assert (ix / CACHE_FILE).is_file() and report.path == current_generation(ix)
+    assert not [p.name for p in ix.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_readers_see_old_or_new_index_never_a_mix(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from fastrag.indexing.generations import (
     HEADINGS_BM25,
     HEADINGS_TABLE,
     current_generation,
+    index_lock,
     publish,
 )
 from fastrag.indexing.languages import looked_for
@@ -364,8 +365,8 @@ def _embed_cached(
         fresh = model.embed([todo[k] for k in missing], max_tokens, progress=progress)
         cache.entries.update(zip(missing, fresh))
     if missing or len(cache.entries) != len(set(keys)):
-        index_dir.mkdir(parents=True, exist_ok=True)
-        cache.save(index_dir / CACHE_FILE, keep=keys)
+        with index_lock(index_dir):  # an indexer publishing beside this one prunes temporary files
+            cache.save(index_dir / CACHE_FILE, keep=keys)
     index = VectorIndex.build(np.array(chunk_ids, dtype=np.int64), cache.vectors(keys))
     return index, len(missing), cache.model_id
 

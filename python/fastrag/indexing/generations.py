@@ -66,8 +66,7 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
     Returns the generation's folder. On any failure the staging folder is removed and the
     previous generation stays live.
     """
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with _publish_lock(index_dir):
+    with index_lock(index_dir):
         gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
         staging = index_dir / f".{gen_id}.tmp"
         staging.mkdir()
@@ -96,7 +95,8 @@ def _previous_ids(index_dir: Path, newest: str) -> list[str]:
 def _prune(index_dir: Path, keep: set[str]) -> None:
     """Remove generations other than ``keep`` and leftovers of interrupted runs.
 
-    Runs under the publication lock, so no other writer's staging folder is in flight.
+    Runs under :func:`index_lock`, so no other writer's staging folder or temporary file is in
+    flight: every write into ``index_dir`` takes that lock.
     """
     for path in index_dir.iterdir():
         stale_gen = path.name.startswith("gen-") and path.is_dir() and path.name not in keep
@@ -108,11 +108,16 @@ def _prune(index_dir: Path, keep: set[str]) -> None:
 
 
 @contextmanager
-def _publish_lock(index_dir: Path) -> Iterator[None]:
-    """Serialise publications into ``index_dir`` across processes (POSIX advisory lock).
+def index_lock(index_dir: Path) -> Iterator[None]:
+    """Serialise every write into ``index_dir`` across processes (POSIX advisory lock): the
+    publications (:func:`publish`) and the embedding cache's saves.
 
-    Two indexers may run at once; each publishes a whole generation in turn, the last wins.
+    Two indexers may run at once; each publishes a whole generation in turn, the last wins. A
+    publication removes the temporary files of interrupted runs (:func:`_prune`), so a file
+    written into ``index_dir`` outside this lock could lose its temporary file before its rename.
+    Not reentrant: a process that holds it must not take it again.
     """
+    index_dir.mkdir(parents=True, exist_ok=True)
     with open(index_dir / LOCK_FILE, "a+b") as handle:
         try:
             import fcntl
