@@ -16,7 +16,7 @@ MISS_K = 5
 #: Why a ground-truth span is not found in the first :data:`MISS_K` results (:func:`miss_cause`),
 #: in the order ``evaluate`` prints them: no retrieved span is from its file; one is, but none of
 #: them matches the span; a later result matches it.
-MISS_CAUSES = ("file not retrieved", "file retrieved, span off", "found after the first 5")
+MISS_CAUSES = ("file not retrieved", "file retrieved, span off", f"found after the first {MISS_K}")
 
 
 def iou(s1: int, e1: int, s2: int, e2: int) -> float:
@@ -47,16 +47,16 @@ def question_recall(retrieved: Sequence[MinimalSource], truth: Sequence[MinimalS
     return sum(any(finds(r, t) for r in top) for t in truth) / len(truth)
 
 
-def miss_cause(retrieved: Sequence[MinimalSource], truth: MinimalSource, k: int = MISS_K) -> str | None:
-    """Why ``truth`` is not found among the first ``k`` retrieved spans (one of :data:`MISS_CAUSES`,
-    judged over all of ``retrieved``), or ``None`` when it is.
+def miss_cause(retrieved: Sequence[MinimalSource], truth: MinimalSource) -> str | None:
+    """Why ``truth`` is not found among the first :data:`MISS_K` retrieved spans (one of
+    :data:`MISS_CAUSES`, judged over all of ``retrieved``), or ``None`` when it is.
 
     The three causes call for different fixes: a file never retrieved is a first-stage miss, a
     file retrieved with the span off is a matter of where the chunks are cut or which of a file's
-    spans ranks first, and a span found after the first ``k`` is a matter of ranking.
+    spans ranks first, and a span found later is a matter of ranking.
     """
     found = [n for n, r in enumerate(retrieved) if finds(r, truth)]
-    if found and found[0] < k:
+    if found and found[0] < MISS_K:
         return None
     if found:
         return MISS_CAUSES[2]
