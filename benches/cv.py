@@ -50,7 +50,15 @@ from fastrag.evaluation.recall import IOU_THRESHOLD, MISS_CAUSES, RECALL_KS, iou
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
 from fastrag.retrieval.query import analyse
-from fastrag.retrieval.retriever import Hit, Retriever, clean_query, distinct, interleave, nested_first
+from fastrag.retrieval.retriever import (
+    Hit,
+    Retriever,
+    clean_query,
+    distinct,
+    hits_to_sources,
+    interleave,
+    nested_first,
+)
 from fastrag.schemas import MinimalSource
 
 SECTION = "## Cross-validation"
@@ -187,27 +195,23 @@ def found_share(truth: Sequence[tuple[str, int, int]], hits: Sequence[Hit]) -> f
     return sum(any(finds((h.file_path, h.start, h.end), [t]) for h in hits) for t in truth) / len(truth)
 
 
-def source(path: str, start: int, end: int) -> MinimalSource:
-    """A span as the grading rule's data model holds it."""
-    return MinimalSource(file_path=path, first_character_index=start, last_character_index=end)
-
-
 def anatomy(questions: list[Question], weights: np.ndarray, retriever: Retriever) -> str:
     """Markdown table of the ground-truth spans each set misses at 5, by cause
     (:func:`fastrag.evaluation.recall.miss_cause`, the causes ``evaluate`` prints)."""
     counts: dict[str, list[int]] = {}
     for q in questions:
         row = counts.setdefault(q.dataset, [0] * (2 + len(MISS_CAUSES)))
-        top = [source(h.file_path, h.start, h.end) for h in ranked_hits(q, weights, retriever)]
-        for truth in q.truth:
+        top = hits_to_sources(ranked_hits(q, weights, retriever))
+        for path, start, end in q.truth:
+            truth = MinimalSource(file_path=path, first_character_index=start, last_character_index=end)
             row[0] += 1
-            cause = miss_cause(top, source(*truth))
+            cause = miss_cause(top, truth)
             if cause is not None:
                 row[1] += 1
                 row[2 + MISS_CAUSES.index(cause)] += 1
     lines = [
         "| questions | spans | missed at 5 | " + " | ".join(MISS_CAUSES) + " |",
-        "|---|---|---|---|---|---|",
+        "|---" * (3 + len(MISS_CAUSES)) + "|",
     ]
     lines += [f"| {name} | {' | '.join(map(str, row))} |" for name, row in counts.items()]
     return "\n".join(lines)

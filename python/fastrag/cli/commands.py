@@ -187,7 +187,7 @@ class Commands:
             show_missed: also list the questions not fully found in the top 10, each missed span with its cause.
         """
         from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
-        from fastrag.evaluation.recall import MISS_K, RECALL_KS, evaluate, miss_cause
+        from fastrag.evaluation.recall import MISS_K, evaluate, miss_cause
 
         if student_search_results_path is None or dataset_path is None:
             raise UsageError("--student_search_results_path and --dataset_path are required")
@@ -206,7 +206,7 @@ class Commands:
             for qid in report.missed:
                 q = by_q[qid]
                 got = by_id.get(qid)
-                retrieved = got.retrieved_sources[: max(RECALL_KS)] if got else []
+                retrieved = got.retrieved_sources if got else []
                 print(f"- {q.question}")
                 for s in q.sources:
                     cause = miss_cause(retrieved, s)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults, MinimalSource
 
@@ -49,18 +49,20 @@ def question_recall(retrieved: Sequence[MinimalSource], truth: Sequence[MinimalS
 
 def miss_cause(retrieved: Sequence[MinimalSource], truth: MinimalSource) -> str | None:
     """Why ``truth`` is not found among the first :data:`MISS_K` retrieved spans (one of
-    :data:`MISS_CAUSES`, judged over all of ``retrieved``), or ``None`` when it is.
+    :data:`MISS_CAUSES`, judged over the first ``max(RECALL_KS)`` of ``retrieved``: what results
+    files hold), or ``None`` when it is.
 
     The three causes call for different fixes: a file never retrieved is a first-stage miss, a
     file retrieved with the span off is a matter of where the chunks are cut or which of a file's
     spans ranks first, and a span found later is a matter of ranking.
     """
-    found = [n for n, r in enumerate(retrieved) if finds(r, truth)]
+    shown = retrieved[: max(RECALL_KS)]
+    found = [n for n, r in enumerate(shown) if finds(r, truth)]
     if found and found[0] < MISS_K:
         return None
     if found:
         return MISS_CAUSES[2]
-    if any(r.file_path == truth.file_path for r in retrieved):
+    if any(r.file_path == truth.file_path for r in shown):
         return MISS_CAUSES[1]
     return MISS_CAUSES[0]
 
@@ -74,8 +76,8 @@ class Evaluation:
     questions: int
     answered: int
     missed: list[str]
-    spans: int = 0
-    causes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MISS_CAUSES, 0))
+    spans: int
+    causes: dict[str, int]
 
 
 def evaluate(
@@ -86,7 +88,6 @@ def evaluate(
     """recall@k for every k in ``ks``: the mean over all ground-truth questions.
 
     A question without a result scores 0; results for questions not in ``truth`` are ignored.
-    The causes of misses (:func:`miss_cause`) are judged over the first ``max(ks)`` results.
     """
     by_id = {r.question_id: r for r in results}
     sums = dict.fromkeys(ks, 0.0)
@@ -95,7 +96,7 @@ def evaluate(
     answered = spans = 0
     for q in truth:
         result = by_id.get(q.question_id)
-        retrieved = result.retrieved_sources[: max(ks)] if result is not None else []
+        retrieved = result.retrieved_sources if result is not None else []
         answered += result is not None
         for k in ks:
             sums[k] += question_recall(retrieved, q.sources, k)
