@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
+from fastrag.answering.answer import answer_file
 from fastrag.answering.prompt import SpanReader
 from fastrag.indexing.generations import load_index
 from fastrag.indexing.sources import SourceRoot
@@ -70,7 +71,7 @@ def test_answer_from_another_directory_reads_the_sources(two_dirs: tuple[Path, P
         "--index_dir", str(project / "data/processed"), "--save_directory", "answers", cwd=elsewhere,
     )  # fmt: skip
     assert result.code == 0, result.err
-    saved = json.loads((elsewhere / "answers/answer.json").read_text())["search_results"][0]
+    saved = json.loads((elsewhere / "answers" / answer_file(QUERY)).read_text())["search_results"][0]
     sources = [
         (s["file_path"], s["first_character_index"], s["last_character_index"]) for s in saved["retrieved_sources"]
     ]
