@@ -121,6 +121,10 @@ def _resolve(command: Command, spelled: str) -> tuple[Flag, bool]:
         negated = command.flag(key[2:])
         if negated is not None and negated.switch:
             return negated, True
+        if negated is not None:
+            raise UsageError(
+                f"unknown flag {spelled} for {command.name} (--{negated.name} is not yes/no: give it a value)"
+            )
     if not spelled.startswith("--") and len(key) == 1:
         starting = [f for f in command.flags if f.name.startswith(key)]
         if len(starting) == 1:

@@ -397,7 +397,7 @@ class Commands:
         first question) in memory. Paths given to the API must lie in data/.
 
         Args:
-            host: address to listen on (default 127.0.0.1: this machine only). Any other address
+            host: address to listen on (default 127.0.0.1: this machine only). Another address
                 requires a bearer token on every request but /healthz.
             port: TCP port (0..65535; 0 picks a free one).
             index_dir: where the index lives.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+
 from fastrag.cli.signatures import PROGRAM, Command, Flag
 
 #: Column where flag descriptions start.
