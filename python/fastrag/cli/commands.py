@@ -63,7 +63,8 @@ class Commands:
             max_chunk_size: largest chunk in characters (50..2000).
             repo_path: the repository to index.
             index_dir: where the index is written.
-            vectors: which chunks get embedding vectors: docs (Markdown/reST), none, or another mode.
+            vectors: which chunks get embedding vectors: docs (Markdown/reST), docs+bridges, prose (also .txt)
+                or none (a lexical index).
             repos: a file listing repositories (`path` or `name=path` per line): one shard each.
             ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
         """
