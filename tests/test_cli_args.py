@@ -177,6 +177,9 @@ def test_malformed_command_lines_are_refused_in_one_line(
         (["answer", "-h"], Help("answer")),
         (["serve", "-h"], Help("serve")),  # help, though --host starts with h
         (["-h"], Help(None)),
+        (["--", "--help"], Help(None)),
+        (["search", "--", "--help"], Help("search")),  # Fire's spelling
+        (["search", "--query=-h"], Call("search", ["--query=-h"])),
         ([], Help(None)),
     ],
 )  # fmt: skip

@@ -10,8 +10,8 @@ raised before anything is read, built or written.
 
 The syntax: ``--name value`` or ``--name=value`` (``-`` and ``_`` alike in names); a yes/no flag
 alone (``--show_missed``) or negated (``--noshow_missed``); ``-x`` for the one flag starting with
-``x``; ``--help`` or ``-h`` anywhere; after ``--`` every word is a positional argument (a query that
-starts with ``-``). A flag may repeat only when it is in
+``x``; ``--help`` or ``-h`` anywhere (and Fire's ``-- --help``); after ``--`` every other word is a
+positional argument (a query that starts with ``-``). A flag may repeat only when it is in
 :data:`~fastrag.cli.flags.REPEATED_FLAGS`; its values reach the command joined by
 :data:`~fastrag.cli.flags.REPEATED_SEP`, and a bare one gets the empty value, which its check refuses.
 """
@@ -56,7 +56,7 @@ def is_flag(word: str) -> bool:
 
 def parse(known: dict[str, Command], argv: list[str]) -> Help | Call:
     """Check ``argv`` against the command it names (see the module's docstring)."""
-    if not argv or argv[0] in HELP_FLAGS:
+    if not argv or argv[0] in HELP_FLAGS or argv in ([END_OF_FLAGS, h] for h in HELP_FLAGS):
         return Help(None)
     name = argv[0].replace("-", "_")
     command = known.get(name)
@@ -68,7 +68,7 @@ def parse(known: dict[str, Command], argv: list[str]) -> Help | Call:
     if END_OF_FLAGS in words:
         cut = words.index(END_OF_FLAGS)
         words, rest = words[:cut], words[cut + 1 :]
-    if any(w in HELP_FLAGS for w in words):
+    if any(w in HELP_FLAGS for w in words) or rest in ([h] for h in HELP_FLAGS):  # also Fire's `-- --help`
         return Help(command.name)
     values, positionals = _flags(command, words)
     _place(command, values, positionals + rest)
