@@ -179,7 +179,7 @@ def searched_recall(
     aimed = list(questions if targets is None else targets)
     out: list[dict[int, float]] = [{} for _ in aimed]
     stage = retriever.precision
-    saved = (stage.name_weight, stage.definitions_weight)
+    saved = stage.weights
     try:
         for w, rows in held_out(questions, folds, np.ones(len(precision.FEATURES)), aimed):
             stage.set_weights(list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1))
