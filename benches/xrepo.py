@@ -41,6 +41,7 @@ from xrepo_run import (
     build_indexes,
     run_fastrag,
     run_semble,
+    short_error,
     unpack_trees,
 )
 from xrepo_score import K, Repo, TaskResult, load_repos, load_tasks, summarize
@@ -116,6 +117,7 @@ def figures(run: Run, published: Mapping[str, float], wall_s: float) -> dict[str
         return getattr(summaries[engine], table).get(key) if engine in summaries else None
 
     names = [r.name for r in run.repos]
+    indexed = [n for n in names if n not in run.errors and all(n in run.index_s.get(e, {}) for e in run.index_s)]
     repos = [
         {
             "name": r.name,
@@ -151,6 +153,10 @@ def figures(run: Run, published: Mapping[str, float], wall_s: float) -> dict[str
         },
         "index_s": {e: sum(run.index_s[e].values()) if e in run.index_s else None for e in ENGINES},
         "index_repos": {e: len(run.index_s.get(e, {})) for e in ENGINES},
+        "index_s_indexed": {
+            e: sum(v for n, v in run.index_s[e].items() if n in indexed) if e in run.index_s else None for e in ENGINES
+        },
+        "indexed": len(indexed),
         "reused": run.reused,
         "latency_ms": {
             e: {"p50": percentile(v, 50) * 1e3, "p99": percentile(v, 99) * 1e3, "queries": len(v)}
@@ -209,10 +215,17 @@ def report_text(figs: Mapping[str, Any], full: bool) -> str:
         ),
     ]
     reused = f"; {len(figs['reused'])} reused, not timed" if figs["reused"] else ""
+    semble_index = "—" if index_s["semble"] is None else f"{index_s['semble']:.2f} s (in-process)"
     lines.append(
         f"| index time, sum over repositories | {_s(index_s['fastrag'])} s ({figs['index_repos']['fastrag']} "
-        f"subprocesses, process start included{reused}) | {_s(index_s['semble'])} s (in-process) | |"
+        f"subprocesses, process start included{reused}) | {semble_index} | |"
     )
+    if figs["indexed"] < n_repos:
+        both = figs["index_s_indexed"]
+        lines.append(
+            f"| index time, sum over the {figs['indexed']} repositories fastrag indexes | {_s(both['fastrag'])} s "
+            f"| {_s(both['semble'])} s | |"
+        )
     for p in ("p50", "p99"):
         cells = [f"{latency[e][p]:.1f} ms" if e in latency else "—" for e in ENGINES]
         lines.append(f"| query latency {p}, in-process, one query at a time | {cells[0]} | {cells[1]} | |")
@@ -230,7 +243,7 @@ def report_text(figs: Mapping[str, Any], full: bool) -> str:
               "| repository | language | fastrag | semble BM25 | semble published | index s |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for row in figs["repos"]:
-        note = f" ({row['error']})" if row["error"] else ""
+        note = f" ({short_error(row['error'])})" if row["error"] else ""
         lines.append(
             f"| {row['name']} | {row['language']} | {_f(row['fastrag'])}{note} | {_f(row['semble'])} "
             f"| {_f(row['published'])} | {_s(row['index_s']['fastrag'])} / {_s(row['index_s']['semble'])} |"

@@ -173,6 +173,12 @@ class IndexBuild:
     error: str | None = None
 
 
+def short_error(error: str) -> str:
+    """The gist of ``index``'s error line, for a progress line or a table cell: its message up to the path it names."""
+    message = error.removeprefix("fastrag: error: ")
+    return message.split(" under ", 1)[0].split(" (", 1)[0]
+
+
 def build_indexes(
     repos: Sequence[Repo],
     trees: Mapping[str, Path],
@@ -208,7 +214,7 @@ def build_indexes(
         builds[repo.name] = IndexBuild(index_dir, done.wall_s, error)
         _write_stamp(stamp_path, {**wanted, "error": error, "seconds": done.wall_s})
         if progress:
-            say(f"  fastrag index {repo.name}: {done.wall_s:.2f} s" + (f" — {error}" if error else ""))
+            say(f"  fastrag index {repo.name}: {done.wall_s:.2f} s" + (f" — {short_error(error)}" if error else ""))
     return builds
 
 

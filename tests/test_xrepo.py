@@ -31,6 +31,11 @@ def task(*targets: object) -> object:
     return Task("repo", "python", "semantic", "q", parsed)
 
 
+def result(repo: str, lang: str, category: str, ndcg: float) -> object:
+    """A scored task of one repository with only its NDCG set (what the summaries read)."""
+    return xs.TaskResult(Task(repo, lang, category, "q", (Target("a.py"),)), ndcg, (None,), ())
+
+
 def spans(*paths: str) -> list[object]:
     """Whole-file-ish results (lines 1-10) of these paths, best first."""
     return [Span(p, 1, 10) for p in paths]
@@ -137,16 +142,13 @@ def test_results_past_the_tenth_do_not_count() -> None:
 
 
 def test_summary_means_repositories_then_languages() -> None:
-    def result(repo: str, lang: str, category: str, ndcg: float) -> object:
-        return xs.TaskResult(Task(repo, lang, category, "q", (Target("a.py"),)), ndcg, (None,), ())
-
     summary = xs.summarize(
         [
             result("r1", "go", "symbol", 1.0),
             result("r1", "go", "semantic", 0.0),
             result("r2", "go", "symbol", 1.0),
             result("r3", "c", "semantic", 0.25),
-        ]  # fmt: skip
+        ]
     )
     assert summary.repos == {"r1": 0.5, "r2": 1.0, "r3": 0.25}
     assert summary.languages == {"c": 0.25, "go": 0.75}  # mean of its repositories, not of its tasks
@@ -189,8 +191,7 @@ def test_end_to_end_on_the_smallest_tree(tmp_path: Path) -> None:
     assert reused["axios"].seconds is None  # same tree, same build: kept
 
     latencies: list[float] = []
-    results = run.run_fastrag(repos, tmp_path / "index", trees=tmp_path / "trees", xrepo_dir=XREPO,
-                              latencies=latencies)  # fmt: skip
+    results = run.run_fastrag(repos, tmp_path / "index", trees=tmp_path / "trees", xrepo_dir=XREPO, latencies=latencies)
     assert len(results) == len(xs.load_tasks(XREPO, repos)) == len(latencies)
     tree = trees["axios"]
     for r in results:
@@ -205,3 +206,43 @@ def test_end_to_end_on_the_smallest_tree(tmp_path: Path) -> None:
 
     blank = run.run_fastrag(repos, tmp_path / "index", search=nothing, trees=tmp_path / "trees", xrepo_dir=XREPO)
     assert [r.ndcg for r in blank] == [0.0] * len(results)  # the ranker is the one passed
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def test_report_tables_per_repository_language_and_category() -> None:
+    cli = importlib.import_module("xrepo")
+    repos = [xs.Repo("r1", "go", None), xs.Repo("r2", "go", "src"), xs.Repo("r3", "ruby", "lib")]
+
+    run = cli.Run(repos)
+    run.results["fastrag"] = [
+        result("r1", "go", "symbol", 1.0),
+        result("r2", "go", "semantic", 0.5),
+        result("r3", "ruby", "semantic", 0.0),
+    ]
+    run.results["semble"] = [
+        result("r1", "go", "symbol", 0.5),
+        result("r2", "go", "semantic", 0.5),
+        result("r3", "ruby", "semantic", 1.0),
+    ]
+    run.index_s = {"fastrag": {"r1": 1.0, "r2": 2.0, "r3": 0.5}, "semble": {"r1": 3.0, "r2": 4.0, "r3": 5.0}}
+    run.latency_s = {"fastrag": [0.001, 0.002, 0.003], "semble": [0.01, 0.02, 0.03]}
+    run.errors = {"r3": "fastrag: error: no indexable files under /x/lib (looked for .py)"}
+    figs = cli.figures(run, {"r1": 0.9, "r2": 0.7, "r3": 0.8}, wall_s=12.0)
+    assert figs["mean"] == {
+        "fastrag": pytest.approx(0.5),
+        "semble": pytest.approx(2 / 3),
+        "published": pytest.approx(0.8),
+    }
+    assert figs["languages"]["go"] == {"repos": 2, "fastrag": 0.75, "semble": 0.5, "published": pytest.approx(0.8)}
+    assert figs["categories"]["semantic"]["tasks"] == 2
+    assert figs["index_s"] == {"fastrag": 3.5, "semble": 12.0}
+    assert figs["index_s_indexed"] == {"fastrag": 3.0, "semble": 7.0}  # r3 failed to index: left out of this pair
+    text = cli.report_text(figs, full=True)
+    assert text.startswith(cli.SECTION + "\n")
+    assert "| **mean NDCG@10 over 3 repositories** | **0.500** | **0.667** | 0.800 |" in text
+    assert "| r3 | ruby | 0.000 (no indexable files) | 1.000 | 0.800 | 0.50 / 5.00 |" in text
+    assert "| go | 2 | 0.750 | 0.500 | 0.800 |" in text
+    assert "query latency p50, in-process, one query at a time | 2.0 ms | 20.0 ms |" in text
+    assert not cli.report_text(figs, full=False).startswith(cli.SECTION)  # a partial run is never the section
