@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
 from cv import (
-    K,
     L2,
     SEED,
     STEPS,
+    K,
     Question,
     collect,
     fit,
@@ -91,9 +91,7 @@ class RepoIndex:
         return out
 
 
-def collect_repos(
-    tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: int = precision.DEPTH
-) -> list[RepoTask]:
+def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: int = precision.DEPTH) -> list[RepoTask]:
     """Candidates (``depth`` BM25 ones) and features of every task whose repository has an index."""
     out: list[RepoTask] = []
     for name, index in indexes.items():
@@ -180,7 +178,9 @@ def searched(
             recalls[i] = {k: found_share(pooled.questions[i].truth, hits[:k]) for k in RECALL_KS}
         held = [r for r in repos if r.name in indexes and pooled.repo_fold[r.name] == f]
 
-        def search(retriever: Retriever, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        def search(
+            retriever: Retriever, queries: Sequence[str], k: int, relative: list[float] = relative
+        ) -> list[list[Hit]]:
             retriever.precision.set_weights(relative)
             return retriever.search_many(queries, k)
 
@@ -230,7 +230,8 @@ def spread_grid(pooled: Pooled, indexes: dict[str, RepoIndex], folds: int) -> tu
     line = (
         f"Spread of a file's further spans for queries not asked as full questions, mean NDCG@10 over the"
         f" repositories ({cells}); chosen per fold on the training repositories: {chosen}, held-out"
-        f" repositories scored with the choice: {repo_mean(held, range(len(pooled.tasks))):.3f}; on everything: {everything}."
+        f" repositories scored with the choice: {repo_mean(held, range(len(pooled.tasks))):.3f};"
+        f" on everything: {everything}."
     )
     return line, everything
 
@@ -245,7 +246,10 @@ def vllm_rows(questions: list[Question], columns: dict[str, list[dict[int, float
     lines = ["| vLLM questions | n | " + " | ".join(f"{c} R@1/3/5/10" for c in columns) + " |"]
     lines.append("|" + "---|" * (2 + len(columns)))
     for name, rows in groups.items():
-        cells = ["/".join(f"{np.mean([per[i][k] for i in rows]):.3f}".lstrip("0") for k in RECALL_KS) for per in columns.values()]
+        cells = [
+            "/".join(f"{np.mean([per[i][k] for i in rows]):.3f}".lstrip("0") for k in RECALL_KS)
+            for per in columns.values()
+        ]
         lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -254,15 +258,23 @@ def repo_rows(tasks: list[RepoTask], columns: dict[str, list[float]]) -> str:
     """Markdown rows of mean NDCG@10: headline (mean over repositories), each language, each category."""
     from xrepo_score import TaskResult
 
-    summaries = {c: summarize([TaskResult(t.task, v, (), ()) for t, v in zip(tasks, per)]) for c, per in columns.items()}
+    summaries = {
+        c: summarize([TaskResult(t.task, v, (), ()) for t, v in zip(tasks, per)]) for c, per in columns.items()
+    }
     first = next(iter(summaries.values()))
     lines = ["| repositories | " + " | ".join(f"{c} NDCG@10" for c in columns) + " |"]
     lines.append("|" + "---|" * (1 + len(columns)))
-    lines.append(f"| **mean of {len(first.repos)} repositories** | " + " | ".join(f"**{s.mean:.3f}**" for s in summaries.values()) + " |")
+    lines.append(
+        f"| **mean of {len(first.repos)} repositories** | "
+        + " | ".join(f"**{s.mean:.3f}**" for s in summaries.values())
+        + " |"
+    )
     for lang in first.languages:
         lines.append(f"| {lang} | " + " | ".join(f"{s.languages[lang]:.3f}" for s in summaries.values()) + " |")
     for cat in first.categories:
-        lines.append(f"| category: {cat} | " + " | ".join(f"{s.categories[cat]:.3f}" for s in summaries.values()) + " |")
+        lines.append(
+            f"| category: {cat} | " + " | ".join(f"{s.categories[cat]:.3f}" for s in summaries.values()) + " |"
+        )
     return "\n".join(lines)
 
 

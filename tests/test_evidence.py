@@ -47,7 +47,9 @@ def test_symbol_queries_and_full_questions() -> None:
         assert is_symbol_query(text), text
     for text in ("middleware", "background tasks", "how are routes registered", "Depends on what?"):
         assert not is_symbol_query(text), text
-    assert symbol_name("Sinatra::Base") == "Base" and symbol_name("a.b.c") == "c" and symbol_name("Depends") == "Depends"
+    assert (
+        symbol_name("Sinatra::Base") == "Base" and symbol_name("a.b.c") == "c" and symbol_name("Depends") == "Depends"
+    )
     assert is_full_question("How do I load a LoRA adapter at runtime?")
     assert not is_full_question("how are routes registered") and not is_full_question("why?")
 

@@ -56,8 +56,49 @@ _EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src)/", 
 MIN_PREFIX = 4
 #: Query words too common to name a file.
 _STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how if in into is it its of on or the this to use used "
-    "using was what when where which who why with work works".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "the",
+        "this",
+        "to",
+        "use",
+        "used",
+        "using",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "work",
+        "works",
+    ]
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: One identifier, possibly qualified (``a.b``, ``A::B``, ``A\\B``, ``a->b``), that is not a plain
