@@ -63,7 +63,7 @@ VECTOR_GATE = 0.6
 #: are, and several files answer it better than one file's many spans); a full question asks for the
 #: passage that answers it, often the second or third span of the best file. Selected out of fold
 #: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md).
-SPREAD = 0.5
+SPREAD = 0.7
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
 #: on, since in every mode it raised recall on both public sets at some k and lowered it at none
 #: (benches/RESULTS.md, "Ablation").
