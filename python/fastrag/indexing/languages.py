@@ -50,6 +50,17 @@ LANGUAGES: tuple[Language, ...] = (
     Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
     Language("tsx", (".tsx",), grammar="tsx"),
     Language("shell", (".sh", ".bash", ".zsh"), grammar="bash"),
+    Language("csharp", (".cs", ".csx"), grammar="c_sharp"),
+    Language("php", (".php",), grammar="php"),
+    Language("ruby", (".rb", ".rake", ".gemspec", ".ru"), names=("Gemfile", "Rakefile"), grammar="ruby"),
+    Language("swift", (".swift",), grammar="swift"),
+    Language("scala", (".scala", ".sc"), grammar="scala"),
+    Language("elixir", (".ex", ".exs"), grammar="elixir"),
+    Language("eex", (".eex", ".heex", ".leex")),  # Elixir's templates: HTML with tags, chunked as text
+    Language("haskell", (".hs",), grammar="haskell"),
+    Language("lua", (".lua",), grammar="lua"),
+    Language("zig", (".zig",), grammar="zig"),
+    Language("dart", (".dart",), grammar="dart"),
     Language("toml", (".toml",)),
     Language("yaml", (".yaml", ".yml")),
     # JSON by name only: configuration people keep (package.json, tsconfig.json, ...), not the generated
