@@ -25,7 +25,6 @@ UNLISTED = {
     "app/views/show.html.erb": "<h1><%= @invoice.number %></h1>\n",
     "infra/main.tf": 'resource "aws_s3_bucket" "invoices" { bucket = "invoices" }\n',
     "flake/default.nix": "{ pkgs }: pkgs.mkShell { buildInputs = [ pkgs.ruby ]; }\n",
-    "LICENSE": "Permission is hereby granted, free of charge, to any person obtaining a copy.\n",
     "lib/templates/page.heex": "<div class={@class}><%= render_slot(@inner_block) %></div>\n",
 }
 #: Files kept out, with the reason the summary gives.
@@ -38,6 +37,8 @@ KEPT = {
     "data/rates.csv": ("currency,rate\nEUR,1.08\n", "data format"),
     "web/bundle.js": ("!function(){" + "a=b+c;" * (GENERATED_LINE // 6 + 1) + "}();\n", GENERATED),
     "NOTES": ("\n  \n", EMPTY),
+    "LICENSE": ("Permission is hereby granted, free of charge, to any person obtaining a copy.\n", "legal text"),
+    "PKG-INFO": ("Metadata-Version: 2.1\nName: billing\n", "generated package metadata"),
     "logo.png": ("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", BINARY),
 }
 
@@ -51,13 +52,15 @@ def index_summary(result: CliResult) -> str:
 
 
 def test_kept_out_by_name() -> None:
-    """Lock files, minified bundles, source maps and data formats are kept out by name; JSON
-    configuration by its usual names and listed hidden files are not; unlisted hidden files are."""
+    """Lock files, legal texts, minified bundles, source maps, data formats and package metadata are
+    kept out by name (a module named ``license.py`` is code); JSON configuration by its usual names and
+    listed hidden files are not; unlisted hidden files are."""
     assert kept_out("yarn.lock") == kept_out("Gemfile.lock") == kept_out("pnpm-lock.yaml") == "lock file"
     assert kept_out("jquery.min.js") == kept_out("site.min.css") == "minified bundle"
     assert kept_out("app.js.map") == "source map" and kept_out("tuning.json") == "data format"
     assert kept_out(".env") == kept_out(".gitignore") == HIDDEN
-    for name in ("package.json", ".eslintrc.json", ".rubocop.yml", "schema.sql", "Gemfile", "LICENSE", "app.js"):
+    assert kept_out("LICENSE") == kept_out("LICENSE.md") == kept_out("COPYING") == "legal text"
+    for name in ("package.json", ".eslintrc.json", ".rubocop.yml", "schema.sql", "Gemfile", "license.py", "app.js"):
         assert kept_out(name) is None, name
 
 

@@ -82,18 +82,26 @@ LANGUAGES: tuple[Language, ...] = (
 )
 
 #: Files kept out of the index though they are text, by the reason the summary gives: (reason, endings of
-#: the file name, whole names). Data formats are generated tables and fixtures rather than prose or code
-#: (vLLM's 384 kernel tuning tables shifted BM25's statistics enough to cost one public question at
-#: rank 1, docs/history.md "Languages"); JSON configuration by its usual names is indexed all the same.
+#: the file name, names: a whole name or the part before its first dot, any case). Data formats are
+#: generated tables and fixtures rather than prose or code (vLLM's 384 kernel tuning tables shifted BM25's
+#: statistics enough to cost one public question at rank 1, docs/history.md "Languages"); JSON
+#: configuration by its usual names is indexed all the same. Legal texts are the same boilerplate in
+#: every repository, not the project (vLLM's three licences and DCO cost a docs question its place in
+#: the first five, docs/retrieval.md "Which files count").
 KEPT_OUT: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("lock file", (".lock", ".lockb"), ("package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "go.sum",
-                                        "Package.resolved", "packages.lock.json", "gradle.lockfile")),
+                                        "package.resolved", "packages.lock.json", "gradle.lockfile")),
+    ("legal text", (), ("license", "licence", "copying", "notice", "dco")),
     ("minified bundle", (".min.js", ".min.mjs", ".min.css", "-min.js", ".bundle.js"), ()),
     ("source map", (".map",), ()),
     ("data format", (".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".ipynb", ".svg"), ()),
     # a package's metadata as its build tool writes it: the README again, under another name
-    ("generated package metadata", (), ("PKG-INFO",)),
+    ("generated package metadata", (), ("pkg-info",)),
 )  # fmt: skip
+#: Suffixes of prose: a kept-out name with one of these (or an unlisted one) is kept out too.
+_PROSE = frozenset(
+    s for name in ("markdown", "rst", "text") for lang in LANGUAGES if lang.name == name for s in lang.suffixes
+)
 #: Why an unlisted hidden file is not indexed.
 HIDDEN = "hidden file"
 
@@ -120,8 +128,10 @@ def kept_out(name: str) -> str | None:
     if name in FILE_NAMES:
         return None
     lower = name.lower()
+    stem, suffix = lower.split(".", 1)[0], os.path.splitext(lower)[1]
+    by_stem = suffix not in SUFFIXES or suffix in _PROSE  # LICENSE.md yes, license.py (code) no
     for reason, endings, names in KEPT_OUT:
-        if name in names or lower.endswith(endings):
+        if lower in names or (by_stem and stem in names) or lower.endswith(endings):
             return reason
     if name.startswith(".") and not is_listed(name):
         return HIDDEN
