@@ -16,6 +16,7 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
+from fastrag.retrieval.evidence import is_full_question
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
@@ -57,6 +58,12 @@ VECTOR_WEIGHT = 0.25
 #: guessing (nonsense queries top out near 0.31), and equal-weight fusion of weak vector
 #: lists cost 0.17 code R@1 on the public set.
 VECTOR_GATE = 0.6
+#: Each further span of a file counts this much less than the one before it among the results of a
+#: query that is not asked as a full question (a few keywords, an identifier: it asks where things
+#: are, and several files answer it better than one file's many spans); a full question asks for the
+#: passage that answers it, often the second or third span of the best file. Selected out of fold
+#: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md).
+SPREAD = 0.5
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
 #: on, since in every mode it raised recall on both public sets at some k and lowered it at none
 #: (benches/RESULTS.md, "Ablation").
@@ -87,6 +94,9 @@ class Retriever:
         self.rrf_c = RRF_C
         #: Weight of the lexical margin in the order of the first fused results (:func:`order_head`).
         self.margin_weight = MARGIN_WEIGHT
+        #: How much each further span of a file already ranked counts, for a query that is not asked
+        #: as a full question (:func:`spread_files`); 1.0 leaves the order alone.
+        self.spread = SPREAD
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -161,6 +171,8 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
+            if self.spread < 1.0 and not is_full_question(query):
+                ranked = spread_files(ranked, chunks.file, self.spread)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -353,6 +365,19 @@ def nested_first(ranked: list[tuple[int, float]], chunks: ChunkTable) -> list[tu
         out.append(item)
         if m in follower:
             out.append(ranked[follower[m]])
+    return out
+
+
+def spread_files(ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float) -> list[tuple[int, float]]:
+    """``ranked`` (chunk id, score; best first, scores positive) with the score of each chunk multiplied by
+    ``decay`` once for every better chunk of its file, and sorted again (stable: ties keep their order)."""
+    seen: dict[int, int] = {}
+    out: list[tuple[int, float]] = []
+    for cid, score in ranked:
+        n = seen.get(file_of[cid], 0)
+        seen[file_of[cid]] = n + 1
+        out.append((cid, score * decay**n))
+    out.sort(key=lambda item: -item[1])
     return out
 
 
