@@ -131,8 +131,9 @@ xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../sha
 	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
 
 .PHONY: cv
-cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
+cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); then the ranker on vLLM and the xrepo repositories pooled, folds by repository (CV_REPOS_ARGS=--write-weights refits ranker.json); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid
+	$(PY) benches/cv_repos.py --reuse-index $(CV_REPOS_ARGS)
 
 .PHONY: paraphrased
 paraphrased: install data  ## the public and dev questions reworded (benches/paraphrased.json) as datasets in data/datasets/paraphrased, for search_dataset and evaluate
