@@ -127,9 +127,16 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 	$(UV) sync --frozen --group bench --group dev $(EXTRAS)
 	$(PY) benches/peers.py
 
+.PHONY: xrepo
+XREPO_ARGS ?=
+xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../shared/xrepo, NDCG@10 (≤ 10 min, 2 cores; XREPO_ARGS="--repo NAME --show_missed ..."); refreshes benches/RESULTS.md
+	$(UV) sync --frozen --inexact --group dev --group bench $(EXTRAS)
+	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
+
 .PHONY: cv
-cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
+cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); then the ranker on vLLM and the xrepo repositories pooled, folds by repository (CV_REPOS_ARGS=--write-weights refits ranker.json); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid
+	$(PY) benches/cv_repos.py --reuse-index $(CV_REPOS_ARGS)
 
 .PHONY: paraphrased
 paraphrased: install data  ## the public and dev questions reworded (benches/paraphrased.json) as datasets in data/datasets/paraphrased, for search_dataset and evaluate

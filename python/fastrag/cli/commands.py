@@ -56,6 +56,7 @@ class Commands:
         vectors: str = DEFAULT_EMBED,
         repos: Path | None = None,
         ray: str | None = None,
+        no_ignore: bool = False,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
 
@@ -67,13 +68,17 @@ class Commands:
                 or none (a lexical index).
             repos: a file listing repositories (`path` or `name=path` per line): one shard each.
             ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
+            no_ignore: also index what .gitignore, .git/info/exclude and .fastragignore files leave out.
         """
         from fastrag.indexing.builder import IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = text_arg("--vectors", vectors).strip()
         params = IndexParams(max_chunk_size=size, target_size=target_size(size), embed=embed)
+        ignore = not bool_arg("no_ignore", no_ignore)
         if repos is not None:
+            if not ignore:
+                raise UsageError("--no_ignore is for one repository (--repo_path): shards honour their ignore files")
             index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
             return
         if ray is not None:
@@ -83,7 +88,7 @@ class Commands:
         target = path_arg("index_dir", index_dir)
         if (target / CATALOG_FILE).exists():
             raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
-        report = build_index(path_arg("repo_path", repo_path), target, params)
+        report = build_index(path_arg("repo_path", repo_path), target, params, ignore=ignore)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
         else:
@@ -94,9 +99,9 @@ class Commands:
             if report.vectors:
                 print(f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s")
         if report.skipped:
-            shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
-            more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
-            status(f"skipped {len(report.skipped)} files: {shown}{more}")
+            from fastrag.indexing.corpus import skipped_summary
+
+            status(skipped_summary(report.skipped))
 
     @example('search "How do I load a LoRA adapter at runtime?" --k 5 --path "docs/**"')
     @raw_text("query", "path", "lang", "repo")

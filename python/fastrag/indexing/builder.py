@@ -35,7 +35,16 @@ from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
 from fastrag.indexing.chunking.layers import heading_lines, markdown_layers
-from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
+from fastrag.indexing.corpus import (
+    FileEntry,
+    Skipped,
+    content_hash,
+    read_indexed_text,
+    read_source,
+    skipped_summary,
+    text_of,
+    walk,
+)
 from fastrag.indexing.generations import (
     CHUNKS_BM25,
     DEFINITIONS_BM25,
@@ -46,7 +55,7 @@ from fastrag.indexing.generations import (
     index_lock,
     publish,
 )
-from fastrag.indexing.languages import looked_for
+from fastrag.indexing.ignores import IGNORED_BY
 from fastrag.indexing.records import (
     DEFAULT_EMBED,
     DEFAULT_EMBED_TOKENS,
@@ -102,6 +111,7 @@ def build_index(
     models_dir: Path | None = None,
     embedder: TextEmbedder | None = None,
     text_prefix: str = "",
+    ignore: bool = True,
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
 
@@ -111,6 +121,7 @@ def build_index(
     :meth:`fastrag.indexing.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
     ``text_prefix``: a folder prepended to each file's relative path in the text BM25 indexes (a
     shard's repository name, so that its chunks index as in one index over all the repositories).
+    ``ignore``: leave out what the tree's ignore files name (:mod:`fastrag.indexing.ignores`).
     """
     plan = plan_index(
         repo_path,
@@ -120,6 +131,7 @@ def build_index(
         progress=progress,
         workers=workers,
         text_prefix=text_prefix,
+        ignore=ignore,
     )
     return finish_index(plan, models_dir=models_dir, embedder=embedder, progress=progress)
 
@@ -133,6 +145,7 @@ def plan_index(
     progress: bool = True,
     workers: int | None = None,
     text_prefix: str = "",
+    ignore: bool = True,
 ) -> IndexPlan:
     """The first step of :func:`build_index` (same arguments): walk ``repo_path``, chunk what changed.
 
@@ -147,9 +160,9 @@ def plan_index(
     if index_dir.exists() and not index_dir.is_dir():
         raise UserError(f"index directory {index_dir} is not a directory")
     root = display_root if display_root is not None else display_prefix(repo_path)
-    entries, skipped = walk(repo_path)
+    entries, skipped = walk(repo_path, ignore)
     if not entries:
-        raise UserError(f"no indexable files under {repo_path} (looked for {looked_for()})")
+        raise UserError(f"no indexable files under {repo_path}{_why(skipped)}")
 
     previous = _load_previous(index_dir, params, root)
     records: dict[str, FileRecord] = {}
@@ -179,7 +192,7 @@ def plan_index(
     n_chunks = sum(len(r.chunks) for r in records.values())
     report = IndexReport(len(records), n_chunks, chunked, reused, removed, skipped)
     if not records:
-        raise UserError(f"no readable text files under {repo_path}")
+        raise UserError(f"no readable text files under {repo_path}{_why(skipped)}")
     fingerprints_same = previous.keys() == records.keys() and all(
         previous[k].mtime_ns == r.mtime_ns for k, r in records.items()
     )
@@ -283,9 +296,9 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
         data = read_source(Path(path))
     except OSError as exc:
         return Skipped(entry.rel_path, exc.strerror or "unreadable")
-    text = decode(data)
-    if text is None:
-        return Skipped(entry.rel_path, "binary or not UTF-8")
+    text = text_of(entry.rel_path, data)
+    if isinstance(text, Skipped):
+        return text
     chunks = chunk_file(entry.rel_path, text, params.max_chunk_size, params.target_size)
     if params.bridges:
         chunks = with_bridges(text, chunks, params.max_chunk_size)
@@ -295,6 +308,19 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
         )
     headings = heading_lines(entry.rel_path, text) if params.layers else []
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
+
+
+def _why(skipped: list[Skipped]) -> str:
+    """What an error about an empty tree adds: the skipped-files summary, if any, and how to index
+    what ignore files leave out."""
+    if not skipped:
+        return ""
+    hint = (
+        "; --no_ignore indexes what ignore files leave out"
+        if any(s.reason.startswith(IGNORED_BY) for s in skipped)
+        else ""
+    )
+    return f" ({skipped_summary(sorted(skipped, key=lambda s: s.rel_path))}{hint})"
 
 
 def primary_chunks(chunks: list[Chunk]) -> list[int]:
