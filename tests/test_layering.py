@@ -33,6 +33,7 @@ STAGES: list[tuple[str, list[str]]] = [
     (
         "indexing",
         [
+            "fastrag.indexing.ignores",
             "fastrag.indexing.corpus",
             "fastrag.indexing.chunking.packer",
             "fastrag.indexing.chunking.python",
@@ -64,6 +65,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.retrieval.lexical",
             "fastrag.retrieval.fusion",
             "fastrag.retrieval.batching",
+            "fastrag.retrieval.evidence",
             "fastrag.retrieval.precision",
             "fastrag.retrieval.retriever",
             "fastrag.retrieval.snippets",
