@@ -11,6 +11,8 @@ CORPUS_VERSION := 0.10.1
 CORPUS_SHA256  := 99d00498f25b94767bb2696e88feb67730677dae605c9b8af99492dc3c34492d
 CORPUS_BYTES   := 10507740
 DATASETS    := data/datasets
+# the public question sets, tracked in the repository (sha256 of each in SHA256SUMS): the datasets of a clone without ../shared
+PUBLIC_SETS := data/public
 RESULTS_DIR := data/output/search_results
 K           ?= 10
 QUESTION    ?= How do I load a LoRA adapter dynamically in vLLM?
@@ -43,13 +45,14 @@ install:  ## install uv if missing, then the package (release build of the Rust 
 dev:  ## debug build of the Rust core into the venv (maturin develop): quick edit-test cycles (run pytest directly); `make install`, which every Python target runs first, restores the release build
 	$(RUN) maturin develop --uv --profile dev
 
-data:  ## the vLLM corpus into data/raw (from ../shared, else downloaded from the package index, sha256 checked); the public datasets into data/datasets
+data:  ## the vLLM corpus into data/raw (from ../shared, else downloaded from the package index, sha256 checked); the datasets into data/datasets (from ../shared, else the public sets of data/public, sha256 checked)
 	@if [ -d "$(CORPUS_DIR)" ]; then echo "corpus already in $(CORPUS_DIR)"; \
 	else python3 scripts/fetch_corpus.py --dest $(CORPUS_DIR) --archive "$(CORPUS_TGZ)" --project $(CORPUS_PROJECT) \
 	  --version $(CORPUS_VERSION) --sha256 $(CORPUS_SHA256) --size $(CORPUS_BYTES); fi
 	@if [ -d "$(SHARED)/datasets" ]; then mkdir -p $(DATASETS) && cp -r "$(SHARED)/datasets/." $(DATASETS)/ && echo "copied datasets into $(DATASETS)"; \
 	elif [ -d "$(DATASETS)/AnsweredQuestions" ] && [ -d "$(DATASETS)/UnansweredQuestions" ]; then echo "datasets already in $(DATASETS)"; \
-	else echo "no datasets at $(SHARED)/datasets nor in $(DATASETS): they are not on the package index; copy AnsweredQuestions/ and UnansweredQuestions/ into $(DATASETS) (or set SHARED=...)"; fi
+	else (cd $(PUBLIC_SETS) && sha256sum --check --quiet --strict SHA256SUMS) || { echo "$(PUBLIC_SETS): a question set does not match SHA256SUMS"; exit 1; }; \
+	  mkdir -p $(DATASETS) && cp -r $(PUBLIC_SETS)/datasets/. $(DATASETS)/ && echo "copied the public datasets of $(PUBLIC_SETS) into $(DATASETS)"; fi
 
 index: install  ## build (or update) the index of the corpus
 	$(PY) -m fastrag index
@@ -131,8 +134,9 @@ xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../sha
 	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
 
 .PHONY: cv
-cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
+cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); then the ranker on vLLM and the xrepo repositories pooled, folds by repository (CV_REPOS_ARGS=--write-weights refits ranker.json); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid
+	$(PY) benches/cv_repos.py --reuse-index $(CV_REPOS_ARGS)
 
 .PHONY: paraphrased
 paraphrased: install data  ## the public and dev questions reworded (benches/paraphrased.json) as datasets in data/datasets/paraphrased, for search_dataset and evaluate

@@ -47,12 +47,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastrag.answering.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_for
+from fastrag.answering.answer import block_similarity, prompt_for
 from fastrag.answering.citations import finish_answer
 from fastrag.answering.generator import Generator, LoadInfo, load_generator
 from fastrag.answering.model_files import resolve_model
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Prompt, Similarity, SpanReader, terms
-from fastrag.config import DEFAULT_MAX_NEW_TOKENS
+from fastrag.config import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS
 from fastrag.schemas import MinimalSource
 
 ROOT = Path(__file__).resolve().parents[1]

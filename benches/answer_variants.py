@@ -35,14 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from fastrag.answering.answer import DEFAULT_BATCH_SIZE, block_similarity, prompt_sources
+from fastrag.answering.answer import block_similarity, prompt_sources
 from fastrag.answering.citations import finish_answer
 from fastrag.answering.generator import Generator, load_generator
 from fastrag.answering.grounding import GROUNDINGS, Grounding, grounded_prompt, key_lines
 from fastrag.answering.grounding import ground_answer as ground
 from fastrag.answering.model_files import resolve_model
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Prompt, SpanReader, build_prompt, cite
-from fastrag.config import DEFAULT_MAX_NEW_TOKENS
+from fastrag.config import DEFAULT_BATCH_SIZE, DEFAULT_MAX_NEW_TOKENS
 from fastrag.evaluation.answer_metrics import QuestionScore, score_answer, summarize
 from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults

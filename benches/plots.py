@@ -212,14 +212,15 @@ def plot_xrepo(xrepo: dict[str, Any]) -> Path:
     ax.scatter([x for x, _ in shown_at], [v for _, v in shown_at], marker="_", s=200, color="black",
                label="semble published (hybrid)", zorder=3)  # fmt: skip
     ax.set_xticks(range(len(langs)))
-    ax.set_xticklabels([f"{lang}\n({xrepo['languages'][lang]['repos']})" for lang in langs], fontsize=7)
-    ax.set_ylim(0, 1.02)
+    ax.set_xticklabels([f"{lang} ({xrepo['languages'][lang]['repos']})" for lang in langs], fontsize=7, rotation=35,
+                       ha="right")  # fmt: skip
+    ax.set_ylim(0, 1.15)
     ax.set_ylabel("NDCG@10 (mean of the language's repositories)")
     mean = xrepo["mean"]
     ax.set_title(f"xrepo, {len(xrepo['repos'])} repositories: fastrag {mean['fastrag']:.3f}, semble BM25 "
                  f"{mean['semble']:.3f} (mean over repositories)", fontsize=9)  # fmt: skip
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper center", ncol=3)
     return save(fig, "xrepo_languages.png")
 
 

@@ -220,5 +220,7 @@ def test_answer_tiny_model(benchmark: Any, bench_log: BenchLog, index_dir: Path,
         return answer(next(cycle), 5, model=model, index_dir=index_dir, save_directory=out, max_new_tokens=16)
 
     result = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
-    assert result.sources and (tmp_path / "out/answer.json").is_file()
+    assert (
+        result.sources and result.saved_to is not None and result.saved_to.parent == out and result.saved_to.is_file()
+    )
     bench_log.add("answer, tiny Qwen3 (16 new tokens)", "retrieve 5 + prompt + generate + save", benchmark)

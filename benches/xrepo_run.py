@@ -88,11 +88,19 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: Parts of the package that never touch an index's build: a change there keeps the indexes.
+SEARCH_ONLY = frozenset({"retrieval", "answering", "server", "static", "evaluation"})
+
+
 def build_fingerprint(sources: Path = FASTRAG_SOURCES) -> str:
-    """sha256 over fastrag's package files (Python sources, data files, the native core), caches left out."""
+    """sha256 over the package files that build an index (Python sources, data files, the native core;
+    caches and the search-only parts of :data:`SEARCH_ONLY` left out)."""
     digest = hashlib.sha256()
     for path in sorted(p for p in sources.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + file_digest(path).encode() + b"\0")
+        rel = path.relative_to(sources)
+        if rel.parts[0] in SEARCH_ONLY:
+            continue
+        digest.update(rel.as_posix().encode() + b"\0" + file_digest(path).encode() + b"\0")
     return digest.hexdigest()
 
 

@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 
 from conftest import CliResult, run_cli
-from fastrag.answering.answer import _fingerprint, answer_dataset, block_similarity, partial_path
+from fastrag.answering.answer import _fingerprint, answer_dataset, answer_file, block_similarity, partial_path
 from fastrag.answering.citations import citations
 from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
 
+LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 QUESTIONS = [
-    {"question_id": "q-lora", "question": "Which endpoint loads a LoRA adapter dynamically?"},
+    {"question_id": "q-lora", "question": LORA_QUESTION},
     {"question_id": "q-top-p", "question_str": "Where are temperature and top_p defined?"},
     {"question_id": "q-install", "question": "How do I install vllm with pip?"},
     {"question_id": "q-none", "question": "asdfghjkl"},
@@ -52,7 +53,7 @@ def test_k0_answers_with_fixed_message_without_a_model(indexed: Path, monkeypatc
     result = run_cli("answer", "What is vLLM?", "--k", "0", cwd=indexed)
     assert result.code == 0 and "Traceback" not in result.err, result.err
     assert NO_SOURCES_ANSWER in result.out
-    saved = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    saved = json.loads((indexed / "data/output/search_results_and_answer" / answer_file("What is vLLM?")).read_text())
     assert saved["k"] == 0
     only = saved["search_results"][0]
     assert only["answer"] == NO_SOURCES_ANSWER and only["retrieved_sources"] == []
@@ -78,14 +79,15 @@ def test_nothing_retrieved_answers_without_a_model(indexed: Path, monkeypatch: p
 
 def test_answer_end_to_end_with_tiny_qwen3(indexed: Path, tiny_gguf: Path) -> None:
     result = run_cli(
-        "answer", "Which endpoint loads a LoRA adapter dynamically?", "--k", "3",
+        "answer", LORA_QUESTION, "--k", "3",
         "--model", str(tiny_gguf), "--max_new_tokens", "16", cwd=indexed,
     )  # fmt: skip
     assert result.code == 0, result.err
     assert "Traceback" not in result.err
     assert "<think>" not in result.out and "</think>" not in result.out
     assert "Sources:" in result.out and "[repo/docs/lora.md:" in result.out
-    saved = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    saved_to = indexed / "data/output/search_results_and_answer" / answer_file(LORA_QUESTION)
+    saved = json.loads(saved_to.read_text())
     record = saved["search_results"][0]
     assert saved["k"] == 3 and 1 <= len(record["retrieved_sources"]) <= 3
     assert record["question"] == record["question_str"]
@@ -101,13 +103,13 @@ def test_missing_model_path_is_one_line_error(indexed: Path) -> None:
 def test_default_model_offline_falls_back_to_smollm2_and_says_why(indexed: Path) -> None:
     """No --model, no export, no hub: the packaged SmolLM2 answers, with one stderr line naming it and why."""
     result = run_cli(
-        "answer", "Which endpoint loads a LoRA adapter dynamically?", "--k", "3", "--max_new_tokens", "8", cwd=indexed
+        "answer", LORA_QUESTION, "--k", "3", "--max_new_tokens", "8", cwd=indexed
     )  # fmt: skip
     assert result.code == 0, result.err
     notes = [line for line in result.err_lines if "SmolLM2" in line]
     assert len(notes) == 1 and "Qwen/Qwen3-0.6B" in notes[0] and "not exported" in notes[0], result.err
     assert "Traceback" not in result.err
-    record = json.loads((indexed / "data/output/search_results_and_answer/answer.json").read_text())
+    record = json.loads((indexed / "data/output/search_results_and_answer" / answer_file(LORA_QUESTION)).read_text())
     answer = record["search_results"][0]["answer"]
     cited = citations(answer)
     assert cited and all(path.startswith("repo/") and first < last for path, first, last in cited)

@@ -95,6 +95,8 @@ CASES: dict[str, Case] = {
     "search_dataset --repo of an unsharded index": case(2, "search_dataset", "--dataset_path", DS, "--repo", "repo"),
     # evaluate
     "evaluate no flags": case(2, "evaluate"),
+    "evaluate --show_missed neither true nor false": case(2, "evaluate", "--student_search_results_path", RESULTS,
+                                                          "--dataset_path", DS, "--show_missed=sometimes"),
     "evaluate no dataset flag": case(2, "evaluate", "--student_search_results_path", RESULTS),
     "evaluate missing results": case(1, "evaluate", "--student_search_results_path", "bad/none.json",
                                      "--dataset_path", DS),
@@ -204,7 +206,6 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 #: Flags no value of which fails before work starts, and why.
 NO_BAD_VALUE = {
-    ("evaluate", "show_missed"): "a switch: any value is read as true or false",
     ("serve", "index_dir"): "a missing index is served as 'no index yet' (POST /index builds it)",
     ("serve", "model"): "the model is resolved on the first question, not at start",
     ("mcp", "index_dir"): "a missing index is served as 'no index yet' (the tools say so until one is built)",
@@ -222,7 +223,7 @@ def cli_flags() -> dict[tuple[str, str], int]:
 def covered(case: Case) -> set[tuple[str, str]]:
     """The parameters a case gives a value to: its ``--flags``, and its first parameter if given by position."""
     command, *rest = case.args
-    names = {(command, arg[2:]) for arg in rest if arg.startswith("--")}
+    names = {(command, arg[2:].partition("=")[0]) for arg in rest if arg.startswith("--")}
     if rest and not rest[0].startswith("--"):
         names |= {flag for flag, i in cli_flags().items() if flag[0] == command and i == 0}
     return names

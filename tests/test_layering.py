@@ -115,6 +115,9 @@ STAGES: list[tuple[str, list[str]]] = [
         "command line",
         [
             "fastrag.cli.flags",
+            "fastrag.cli.signatures",
+            "fastrag.cli.argv",
+            "fastrag.cli.help",
             "fastrag.cli.shards",
             "fastrag.cli.commands",
             "fastrag.cli",

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_FILES, run_cli, write_repo
+from fastrag.answering.answer import answer_file
 from fastrag.answering.prompt import SpanReader
+from fastrag.cli.commands import SCORE_NOTE
 from fastrag.indexing.generations import load_index
 from fastrag.indexing.sources import SourceRoot
 
@@ -45,7 +47,9 @@ def test_search_from_another_directory_prints_the_same_paths(two_dirs: tuple[Pat
     there = run_cli("search", QUERY, "--index_dir", str(project / "data/processed"), cwd=elsewhere)
     assert here.code == there.code == 0, there.err
     assert there.out == here.out  # snippet lines included: the files are read through the recorded root
-    assert len(here.out.splitlines()) == 2 * len(spans(here.out))  # a snippet line under every hit
+    lines = here.out.splitlines()
+    assert len(lines) == 2 * len(spans(here.out)) + 1  # a snippet line under every hit
+    assert lines[-1] == SCORE_NOTE  # what the scores mean
     assert spans(here.out) and all(path.startswith("data/raw/repo/") for path, _, _ in spans(here.out))
 
 
@@ -70,7 +74,7 @@ def test_answer_from_another_directory_reads_the_sources(two_dirs: tuple[Path, P
         "--index_dir", str(project / "data/processed"), "--save_directory", "answers", cwd=elsewhere,
     )  # fmt: skip
     assert result.code == 0, result.err
-    saved = json.loads((elsewhere / "answers/answer.json").read_text())["search_results"][0]
+    saved = json.loads((elsewhere / "answers" / answer_file(QUERY)).read_text())["search_results"][0]
     sources = [
         (s["file_path"], s["first_character_index"], s["last_character_index"]) for s in saved["retrieved_sources"]
     ]

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from fastrag.cli import REPEATED_SEP, join_repeated
+from fastrag.cli import REPEATED_SEP, Commands
+from fastrag.cli.argv import Call, parse
+from fastrag.cli.signatures import commands
 from fastrag.server import create_app
 from fastrag.server.auth import LOOPBACK_NAMES, TOKEN_ENV, access_for
 from test_server import assert_error, make_project
@@ -79,11 +81,13 @@ def test_other_binds_get_a_token_and_named_hosts() -> None:
 
 
 def test_repeated_allowed_host_flags_are_all_kept() -> None:
+    known = commands(Commands)
     argv = ["serve", "--allowed_host", "a.lan", "--port", "0", "--allowed_host=b.lan", "--allowed_host", "c"]
-    assert join_repeated(argv) == ["serve", "--allowed_host", REPEATED_SEP.join(["a.lan", "b.lan", "c"]), "--port", "0"]
+    hosts = "--allowed_host=" + REPEATED_SEP.join(["a.lan", "b.lan", "c"])
+    assert parse(known, argv) == Call("serve", [hosts, "--port=0"])
     # a bare flag gets the empty value, which its check refuses (Fire would pass the text "True")
-    assert join_repeated(["serve", "--allowed_host"]) == ["serve", "--allowed_host", ""]
-    assert join_repeated(["serve", "--allowed_host", "--port", "0"]) == ["serve", "--allowed_host", "", "--port", "0"]
+    assert parse(known, ["serve", "--allowed_host"]) == Call("serve", ["--allowed_host="])
+    assert parse(known, ["serve", "--allowed_host", "--port", "0"]) == Call("serve", ["--allowed_host=", "--port=0"])
 
 
 # ----------------------------------------------------------------------------- off loopback, in-process

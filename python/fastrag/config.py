@@ -29,6 +29,11 @@ DEFAULT_MODE: SearchMode = "hybrid"
 #: Default bound on generated tokens (a concise answer with a citation or two), and the largest accepted.
 DEFAULT_MAX_NEW_TOKENS = 80
 MAX_NEW_TOKENS = 1024
+#: Answers generated at once by ``answer_dataset`` (continuous batching: a new one starts as soon as one
+#: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``);
+#: the largest accepted.
+DEFAULT_BATCH_SIZE = 64
+MAX_BATCH_SIZE = 256
 
 #: BM25 parameters: the core's defaults (standard BM25; pooled cross-validation keeps them, see benches/RESULTS.md).
 BM25_K1 = _core.DEFAULT_K1

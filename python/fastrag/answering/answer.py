@@ -1,8 +1,8 @@
 """The ``answer`` and ``answer_dataset`` operations: sources in, grounded and cited answers out.
 
 ``answer`` retrieves, builds the prompt, streams the generated answer and saves the result as a
-``StudentSearchResultsAndAnswer`` file ``answer.json`` in the answers folder (one fixed name: the file
-always holds the latest answer, replaced atomically). ``answer_dataset`` answers every question of a
+``StudentSearchResultsAndAnswer`` file named after the question (:func:`answer_file`) in the answers
+folder beside the index (:func:`answers_folder`), written atomically. ``answer_dataset`` answers every question of a
 search-results file with the sources retrieved there, in batches, and resumes after an interruption.
 
 When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.answering.prompt.NO_SOURCES_ANSWER`
@@ -40,7 +40,13 @@ from fastrag.answering.prompt import (
     Source,
     SpanReader,
 )
-from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODELS_DIR
+from fastrag.config import (
+    DEFAULT_ANSWERS_DIR,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_INDEX_DIR,
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_MODELS_DIR,
+)
 from fastrag.errors import UserError
 from fastrag.evaluation.datasets import load_search_results, output_path, write_results
 from fastrag.indexing.storage import write_json_atomic
@@ -49,11 +55,9 @@ from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import Embedder
 
-#: File name of ``answer``'s result (in the answers folder): always the latest answer.
-ANSWER_FILE = "answer.json"
-#: Answers generated at once by ``answer_dataset`` (continuous batching: a new one starts as soon as one
-#: ends), and how many are saved to the partial file at a time (measured: benches/RESULTS.md ``## Answers``).
-DEFAULT_BATCH_SIZE = 64
+#: Words of the question and hex digits of its hash in the name of ``answer``'s file.
+ANSWER_NAME_WORDS = 8
+ANSWER_NAME_HASH = 10
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
 PROMPT_VERSION = 5
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
@@ -85,6 +89,8 @@ class AnswerResult:
     load: LoadInfo | None = None
     note: str | None = None
     saved_to: Path | None = None
+    #: ``saved_to`` held an earlier answer to the same question, now replaced.
+    replaced: bool = False
     seconds: float = 0.0
 
     @property
@@ -236,7 +242,7 @@ def answer(
     k: int,
     model: str | None = None,
     index_dir: Path = DEFAULT_INDEX_DIR,
-    save_directory: Path = DEFAULT_ANSWERS_DIR,
+    save_directory: Path | None = None,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     on_text: TextSink | None = None,
     budget: int = DEFAULT_PROMPT_BUDGET,
@@ -247,9 +253,12 @@ def answer(
     The model is :func:`~fastrag.answering.model_files.choose_model`'s; ``on_note`` gets its note (which
     model answers and why) before the model loads.
 
-    The result goes to ``save_directory/answer.json`` (written atomically, replacing the previous one).
+    The result goes to ``save_directory`` (default: :func:`answers_folder` of ``index_dir``), in the
+    file :func:`answer_file` names after the question, written atomically: asking the same question
+    again replaces its answer (``replaced`` says so), another question never does.
     """
     started = time.perf_counter()
+    save_directory = answers_folder(index_dir) if save_directory is None else save_directory
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     spans: list[MinimalSource] = []
@@ -268,7 +277,8 @@ def answer(
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
         result.prompt_tokens, result.load = done.prompt_tokens, generator.info
-    target = save_directory / ANSWER_FILE
+    target = save_directory / answer_file(question)
+    result.replaced = target.exists()
     record = MinimalAnswer(
         question_id=str(uuid.uuid4()), question=question, retrieved_sources=spans, answer=result.answer
     )
@@ -276,6 +286,21 @@ def answer(
     result.saved_to = target
     result.seconds = time.perf_counter() - started
     return result
+
+
+def answers_folder(index_dir: Path) -> Path:
+    """Where ``answer`` saves by default: beside ``index_dir``, as the answers folder is beside the
+    default index (``data/output/search_results_and_answer`` for ``data/processed``)."""
+    return index_dir.parent / DEFAULT_ANSWERS_DIR.relative_to(DEFAULT_INDEX_DIR.parent)
+
+
+def answer_file(question: str) -> str:
+    """The file name of ``answer``'s result for ``question``: its first words and a hash of all of it
+    (blanks collapsed), so that two questions never share a file and the same one asked again does."""
+    text = " ".join(question.split())
+    words = "".join(c if c.isascii() and c.isalnum() else " " for c in text.lower()).split()[:ANSWER_NAME_WORDS]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:ANSWER_NAME_HASH]
+    return "-".join(["answer", *words, digest]) + ".json"
 
 
 def _chosen(model: str | None, on_note: NoteSink | None) -> ModelChoice:

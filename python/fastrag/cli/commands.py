@@ -1,44 +1,61 @@
 """The commands of ``python -m fastrag`` (Python Fire) and :func:`main`.
 
-Parse and check arguments, call the library, print. A :class:`~fastrag.errors.UserError`
-becomes one line on stderr and a non-zero exit status; nothing else is caught here.
+Each public method of :class:`Commands` is a command; its signature is its command line. The
+annotations say what each flag means and its default is the real one (``--help`` shows both,
+:mod:`fastrag.cli.help`); :func:`main` checks the command line against the signature before the
+command runs (:mod:`fastrag.cli.argv`), then Fire parses the values as typed (``3`` an int, ``abc``
+text) and the checks of :mod:`fastrag.arguments` accept them as the annotated type or refuse them.
+A :class:`~fastrag.errors.UserError` becomes one line on stderr and a non-zero exit status;
+nothing else is caught here.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
 from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
-from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, join_repeated, raw_text, repo_names, status, target_size
+from fastrag.cli.argv import Help, parse
+from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, raw_text, repo_names, status, target_size
+from fastrag.cli.help import command_help, overview
 from fastrag.cli.shards import index_shards
+from fastrag.cli.signatures import commands, example
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
+    DEFAULT_BATCH_SIZE,
     DEFAULT_INDEX_DIR,
     DEFAULT_K,
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_MODE,
     DEFAULT_REPO_PATH,
     DEFAULT_SEARCH_RESULTS_DIR,
+    MAX_BATCH_SIZE,
     MAX_CHUNK_SIZE,
     MAX_K,
     MAX_NEW_TOKENS,
+    SearchMode,
 )
 from fastrag.errors import UsageError, UserError
+from fastrag.indexing.records import DEFAULT_EMBED
+
+#: The last line of ``search``'s output: what its scores mean (see ``search --help``).
+SCORE_NOTE = "(scores order this list only: fused ranks ~0.03, BM25 ~1; not comparable across queries)"
 
 
 class Commands:
     """fastrag: retrieval-augmented generation for codebases."""
 
+    @example("index --repo_path data/raw/vllm-0.10.1 --vectors none")
     def index(
         self,
-        max_chunk_size: Any = MAX_CHUNK_SIZE,
-        repo_path: Any = str(DEFAULT_REPO_PATH),
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        vectors: Any = None,
-        repos: Any = None,
-        ray: Any = None,
+        *,
+        max_chunk_size: int = MAX_CHUNK_SIZE,
+        repo_path: Path = DEFAULT_REPO_PATH,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        vectors: str = DEFAULT_EMBED,
+        repos: Path | None = None,
+        ray: str | None = None,
         no_ignore: bool = False,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
@@ -47,15 +64,16 @@ class Commands:
             max_chunk_size: largest chunk in characters (50..2000).
             repo_path: the repository to index.
             index_dir: where the index is written.
-            vectors: which chunks get embedding vectors: docs (Markdown/reST, the default), none, or another mode.
+            vectors: which chunks get embedding vectors: docs (Markdown/reST), docs+bridges, prose (also .txt)
+                or none (a lexical index).
             repos: a file listing repositories (`path` or `name=path` per line): one shard each.
             ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
             no_ignore: also index what .gitignore, .git/info/exclude and .fastragignore files leave out.
         """
-        from fastrag.indexing.builder import DEFAULT_EMBED, IndexParams, build_index
+        from fastrag.indexing.builder import IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
-        embed = DEFAULT_EMBED if vectors is None else str(vectors)
+        embed = text_arg("--vectors", vectors).strip()
         params = IndexParams(max_chunk_size=size, target_size=target_size(size), embed=embed)
         ignore = not bool_arg("no_ignore", no_ignore)
         if repos is not None:
@@ -85,18 +103,24 @@ class Commands:
 
             status(skipped_summary(report.skipped))
 
+    @example('search "How do I load a LoRA adapter at runtime?" --k 5 --path "docs/**"')
     @raw_text("query", "path", "lang", "repo")
     def search(
         self,
-        query: Any,
-        k: Any = DEFAULT_K,
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        mode: Any = DEFAULT_MODE,
-        path: Any = None,
-        lang: Any = None,
-        repo: Any = None,
+        query: str,
+        *,
+        k: int = DEFAULT_K,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        mode: SearchMode = DEFAULT_MODE,
+        path: str | None = None,
+        lang: str | None = None,
+        repo: str | None = None,
     ) -> None:
         """Print the k spans that best answer QUERY, each with its line that best matches QUERY.
+
+        Each span shows its score, which orders this list and nothing more: a fused reciprocal-rank
+        score (about 0.02-0.04) when words and vectors both rank, a BM25-based one (about 1) when words
+        alone decide. Scores of two queries are not comparable; the last line says so.
 
         Args:
             query: the question.
@@ -126,7 +150,7 @@ class Commands:
         locate = Sources.of(retriever.index.manifest).locate  # any working directory
         texts: dict[str, str] = {}
         for rank, hit in enumerate(hits, 1):
-            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.2f}")
+            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.3g}")
             try:
                 source = texts.setdefault(hit.file_path, read_text(locate(hit.file_path)))
             except OSError:  # the file changed since indexing: the location alone
@@ -134,18 +158,21 @@ class Commands:
             line = best_line(source, hit.start, hit.end, text)
             if line:
                 print(f"      {line}")
+        print(SCORE_NOTE)
 
+    @example("search_dataset --dataset_path data/datasets/UnansweredQuestions/dataset_docs_public.json --k 10")
     @raw_text("path", "lang", "repo")
     def search_dataset(
         self,
-        dataset_path: Any = None,
-        k: Any = DEFAULT_K,
-        save_directory: Any = str(DEFAULT_SEARCH_RESULTS_DIR),
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        mode: Any = DEFAULT_MODE,
-        path: Any = None,
-        lang: Any = None,
-        repo: Any = None,
+        *,
+        dataset_path: Path,
+        k: int = DEFAULT_K,
+        save_directory: Path = DEFAULT_SEARCH_RESULTS_DIR,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        mode: SearchMode = DEFAULT_MODE,
+        path: str | None = None,
+        lang: str | None = None,
+        repo: str | None = None,
     ) -> None:
         """Retrieve the k best spans for every question of a dataset and save them as JSON.
 
@@ -162,8 +189,6 @@ class Commands:
         from fastrag.evaluation.search_dataset import search_dataset
         from fastrag.retrieval.filters import SearchFilter
 
-        if dataset_path is None:
-            raise UsageError("--dataset_path is required")
         started = time.perf_counter()
         target, n = search_dataset(
             path_arg("dataset_path", dataset_path),
@@ -177,10 +202,15 @@ class Commands:
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
+    @example(
+        "evaluate --student_search_results_path data/output/search_results/dataset_docs_public.json "
+        "--dataset_path data/datasets/AnsweredQuestions/dataset_docs_public.json --show_missed"
+    )
     def evaluate(
         self,
-        student_search_results_path: Any = None,
-        dataset_path: Any = None,
+        *,
+        student_search_results_path: Path,
+        dataset_path: Path,
         show_missed: bool = False,
     ) -> None:
         """Print recall@1/3/5/10 of a results file against a dataset with ground truth, and why the
@@ -194,8 +224,7 @@ class Commands:
         from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
         from fastrag.evaluation.recall import MISS_K, evaluate, miss_cause
 
-        if student_search_results_path is None or dataset_path is None:
-            raise UsageError("--student_search_results_path and --dataset_path are required")
+        listed = bool_arg("show_missed", show_missed)
         results_file = path_arg("student_search_results_path", student_search_results_path)
         dataset_file = path_arg("dataset_path", dataset_path)
         results = load_search_results(results_file)
@@ -205,7 +234,7 @@ class Commands:
         print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
         causes = "; ".join(f"{cause}: {n}" for cause, n in report.causes.items())
         print(f"missed in the first {MISS_K}: {sum(report.causes.values())} of {report.spans} spans ({causes})")
-        if show_missed:
+        if listed:
             by_id = {r.question_id: r for r in results.search_results}
             by_q = {q.question_id: q for q in truth}
             for qid in report.missed:
@@ -222,36 +251,39 @@ class Commands:
                 for s in retrieved[:3]:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
 
+    @example('answer "How do I load a LoRA adapter at runtime?" --k 5 --model smollm2')
     @raw_text("question")
     def answer(
         self,
-        question: Any,
-        k: Any = DEFAULT_K,
-        model: Any = None,
-        max_new_tokens: Any = None,
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
+        question: str,
+        *,
+        k: int = DEFAULT_K,
+        model: str | None = None,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        save_directory: Path | None = None,
     ) -> None:
-        """Answer QUESTION from the k best spans, citing them; save it to SAVE_DIRECTORY/answer.json.
+        """Answer QUESTION from the k best spans, citing them, and save the answer as JSON.
 
-        On a terminal the answer streams token by token; the cited sources are listed after it.
+        On a terminal the answer streams token by token; the cited sources are listed after it. The
+        file is named after the question (its first words and a hash: answer-how-do-i-...-3f2a9c01d4.json),
+        so another question never replaces it; asking the same question again does, and says so.
 
         Args:
             question: the question.
             k: spans to retrieve (0..10; 0 answers with a fixed message without loading a model).
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
-            max_new_tokens: bound on the answer's length in tokens (1..1024, default 80).
+            max_new_tokens: bound on the answer's length in tokens (1..1024).
             index_dir: where the index lives.
-            save_directory: folder of answer.json.
+            save_directory: folder of the answer's file (default: output/search_results_and_answer beside the
+                index folder, so data/output/search_results_and_answer for data/processed).
         """
         from fastrag.answering.answer import answer
 
         text = text_arg("the question", question)
         n = int_arg("k", k, 0, MAX_K)
-        limit = int_arg(
-            "max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, MAX_NEW_TOKENS
-        )
+        limit = int_arg("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
         name = None if model is None else text_arg("--model", model)
         live = sys.stdout.isatty()
 
@@ -259,8 +291,9 @@ class Commands:
             sys.stdout.write(piece)
             sys.stdout.flush()
 
+        folder = None if save_directory is None else path_arg("save_directory", save_directory)
         result = answer(
-            text, n, name, path_arg("index_dir", index_dir), path_arg("save_directory", save_directory), limit,
+            text, n, name, path_arg("index_dir", index_dir), folder, limit,
             show if live else None, on_note=lambda note: status(f"fastrag: {note}"),
         )  # fmt: skip
         if live and result.load is not None:
@@ -275,15 +308,18 @@ class Commands:
             how = {"hit": " (compiled cache)", "saved": " (compiled cache saved)"}.get(result.load.compiled, "")
             tokens = result.prompt_tokens
             status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s{how}, prompt {tokens} tokens")
-        status(f"saved to {result.saved_to} ({result.seconds:.1f} s)")
+        replaced = ", replacing the earlier answer to this question" if result.replaced else ""
+        status(f"saved to {result.saved_to} ({result.seconds:.1f} s{replaced})")
 
+    @example("answer_dataset --student_search_results_path data/output/search_results/dataset_docs_public.json")
     def answer_dataset(
         self,
-        student_search_results_path: Any = None,
-        save_directory: Any = str(DEFAULT_ANSWERS_DIR),
-        model: Any = None,
-        max_new_tokens: Any = None,
-        batch_size: Any = None,
+        *,
+        student_search_results_path: Path,
+        save_directory: Path = DEFAULT_ANSWERS_DIR,
+        model: str | None = None,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
         """Answer every question of a search-results file with its retrieved sources; save them as JSON.
 
@@ -294,17 +330,13 @@ class Commands:
             save_directory: folder of the output file.
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
-            max_new_tokens: bound on each answer's length in tokens (1..1024, default 80).
-            batch_size: prompts generated together (1..256, default 64).
+            max_new_tokens: bound on each answer's length in tokens (1..1024).
+            batch_size: prompts generated together (1..256).
         """
-        from fastrag.answering.answer import DEFAULT_BATCH_SIZE, answer_dataset
+        from fastrag.answering.answer import answer_dataset
 
-        if student_search_results_path is None:
-            raise UsageError("--student_search_results_path is required")
-        limit = int_arg(
-            "max_new_tokens", DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens, 1, MAX_NEW_TOKENS
-        )
-        batch = int_arg("batch_size", DEFAULT_BATCH_SIZE if batch_size is None else batch_size, 1, 256)
+        limit = int_arg("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
+        batch = int_arg("batch_size", batch_size, 1, MAX_BATCH_SIZE)
         report = answer_dataset(
             path_arg("student_search_results_path", student_search_results_path),
             path_arg("save_directory", save_directory),
@@ -319,7 +351,11 @@ class Commands:
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
         )
 
-    def evaluate_answers(self, answers_path: Any = None, dataset_path: Any = None) -> None:
+    @example(
+        "evaluate_answers --answers_path data/output/search_results_and_answer/dataset_docs_public.json "
+        "--dataset_path data/datasets/AnsweredQuestions/dataset_docs_public.json"
+    )
+    def evaluate_answers(self, *, answers_path: Path, dataset_path: Path) -> None:
         """Print how well the answers of an answer_dataset output recall the dataset's reference answers.
 
         Key-term recall, word recall, median answer length, degenerate answers and citation validity
@@ -332,8 +368,6 @@ class Commands:
         from fastrag.evaluation.answer_metrics import score_answers, summarize
         from fastrag.evaluation.datasets import ground_truth, load_answers, load_dataset
 
-        if answers_path is None or dataset_path is None:
-            raise UsageError("--answers_path and --dataset_path are required")
         answers_file = path_arg("answers_path", answers_path)
         dataset_file = path_arg("dataset_path", dataset_path)
         answers = load_answers(answers_file)
@@ -351,15 +385,17 @@ class Commands:
             f"{report.answers_citing} answers cite"
         )
 
+    @example("serve --port 5000 --model smollm2")
     @raw_text("token", "allowed_host")
     def serve(
         self,
-        host: Any = "127.0.0.1",
-        port: Any = 5000,
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        model: Any = None,
-        token: Any = None,
-        allowed_host: Any = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 5000,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        model: str | None = None,
+        token: str | None = None,
+        allowed_host: str | None = None,
     ) -> None:
         """Serve the HTTP API and the page (search, streamed answers, indexing) until Ctrl-C.
 
@@ -367,7 +403,7 @@ class Commands:
         first question) in memory. Paths given to the API must lie in data/.
 
         Args:
-            host: address to listen on (default 127.0.0.1: this machine only). Any other address
+            host: address to listen on (default 127.0.0.1: this machine only). Another address
                 requires a bearer token on every request but /healthz.
             port: TCP port (0..65535; 0 picks a free one).
             index_dir: where the index lives.
@@ -392,13 +428,15 @@ class Commands:
 
         serve(address, number, folder, name, token=secret, allowed_hosts=hosts)
 
+    @example("mcp --transport http --port 8765")
     def mcp(
         self,
-        transport: Any = "stdio",
-        host: Any = "127.0.0.1",
-        port: Any = 8765,
-        index_dir: Any = str(DEFAULT_INDEX_DIR),
-        model: Any = None,
+        *,
+        transport: str = "stdio",
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        index_dir: Path = DEFAULT_INDEX_DIR,
+        model: str | None = None,
     ) -> None:
         """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
 
@@ -429,8 +467,14 @@ def main(argv: list[str] | None = None) -> int:
     import fire.core
 
     fire.core._DisplayError = fire_error  # one line instead of a usage dump
+    known = commands(Commands)
     try:
-        fire.Fire(Commands(), command=join_repeated(sys.argv[1:] if argv is None else argv), name="fastrag")
+        call = parse(known, sys.argv[1:] if argv is None else argv)
+        if isinstance(call, Help):
+            summary = (Commands.__doc__ or "").strip()
+            print(overview(summary, known) if call.command is None else command_help(known[call.command]))
+            return 0
+        fire.Fire(Commands(), command=[call.command, *call.argv], name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
     except UserError as exc:

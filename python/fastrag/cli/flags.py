@@ -43,7 +43,7 @@ def repo_names(value: Any, index_dir: Path) -> tuple[str, ...]:
 
 
 def globs(value: Any) -> Any:
-    """The globs of ``--path`` (several when it was repeated; see :func:`join_repeated`)."""
+    """The globs of ``--path`` (several when it was repeated)."""
     if isinstance(value, str) and REPEATED_SEP in value:
         return value.split(REPEATED_SEP)
     return value
@@ -61,35 +61,7 @@ def fire_error(component_trace: Any) -> None:
     status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
 
 
-#: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``.
+#: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``
+#: (:mod:`fastrag.cli.argv`), which a value may not contain.
 REPEATED_FLAGS = ("--allowed_host", "--path", "--repo")
 REPEATED_SEP = "\n"
-
-
-def join_repeated(argv: list[str], flags: tuple[str, ...] = REPEATED_FLAGS) -> list[str]:
-    """``argv`` with every repeated ``--flag value`` (or ``--flag=value``) merged into the first one.
-
-    Fire keeps only the last value of a repeated flag; a value may not contain ``REPEATED_SEP``. A
-    bare flag (last, or followed by another ``--flag``) gets the empty value, which its check refuses
-    (Fire would pass the text ``True``).
-    """
-    out: list[str] = []
-    where: dict[str, int] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        flag, eq, inline = arg.partition("=")
-        if flag in flags:
-            bare = not eq and (i + 1 == len(argv) or argv[i + 1].startswith("--"))
-            value = inline if eq or bare else argv[i + 1]
-            i += 1 if eq or bare else 2
-            if flag in where:
-                out[where[flag]] += REPEATED_SEP + value
-            else:
-                out.append(flag)
-                where[flag] = len(out)
-                out.append(value)
-            continue
-        out.append(arg)
-        i += 1
-    return out

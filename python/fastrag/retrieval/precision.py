@@ -23,10 +23,11 @@ cannot see decides many of the questions it gets wrong:
   ``__init__``) counts for little. Questions that spell no identifier score 0 everywhere.
 
 * **what the file is and what the question's form asks for** (:mod:`fastrag.retrieval.evidence`):
-  the share of the question's words that name the file or its folder (``cookie storage`` →
-  ``cookies.py``); whether the file is a test, an example or documentation; whether documentation
-  meets a question asked as a full sentence; and, for a query that is one identifier, whether the
-  chunk defines that very name.
+  for a query not asked as a full question, the share of its words that name the file or its folder
+  (``cookie storage`` → ``cookies.py``); whether the file is a test or an example; whether it is documentation met by a
+  query not asked as a full question (a few keywords or an identifier ask where code is; a full
+  question may well want the page that explains it); and, for a query that is one identifier,
+  whether the chunk defines that very name.
 
 The new score of a candidate is ``score / best score + Σ weight × feature`` over
 :data:`FEATURES` (a linear ranker); the candidates are then sorted again. The weights are learned
@@ -62,9 +63,11 @@ from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
 #: its first-stage score / the list's best, the file-name match, the definitions the question
-#: names, the share of the question's words that name the file's path, whether the file is a test,
-#: an example, documentation, documentation for a question asked as a sentence, and whether the
-#: chunk defines the name a one-identifier query asks for. (The BM25 score of the question's
+#: names, for a query not asked as a full question (keywords, an identifier: they ask where code is)
+#: the share of its words that name the file's path, whether the file is a test, an example, for such
+#: a query whether it is documentation, and whether the chunk defines the name a one-identifier query
+#: asks for. A full question's many words match deep paths by chance (path words on vLLM's questions
+#: cost docs R@5 0.008), and it may well want the page that explains it. (The BM25 score of the question's
 #: identifier variants was a feature until pooled cross-validation showed it earned +0.004
 #: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
 #: learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled vLLM question sets
@@ -77,8 +80,7 @@ FEATURES = (
     "path_words",
     "test_file",
     "example_file",
-    "doc_file",
-    "doc_question",
+    "doc_for_keywords",
     "symbol_definition",
 )
 RANKER_FILE = "ranker.json"
@@ -190,12 +192,12 @@ class Precision:
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
         symbol = self.defines_symbol(query, ids)
-        question = 1.0 if is_full_question(query.text) else 0.0
+        keywords = 0.0 if is_full_question(query.text) else 1.0
         rows: list[tuple[float, ...]] = []
         for (cid, score), d, sym in zip(ranked, defined, symbol):
             f = file_of[cid]
             test, example, prose = kinds[f]
-            rows.append((score / best, names[f], d, shares[f], test, example, prose, prose * question, sym))
+            rows.append((score / best, names[f], d, shares[f] * keywords, test, example, prose * keywords, sym))
         return rows
 
     def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
