@@ -135,6 +135,8 @@ CASES: dict[str, Case] = {
     "index empty repository list": case(1, "index", "--repos", "bad/empty.json"),
     "index --ray without --repos": case(2, "index", "--repo_path", "repo", "--ray", "local"),
     "index bad ray address": case(2, "index", "--repos", "repos.txt", "--ray", "bogus"),
+    "index --no_ignore not a yes/no": case(2, "index", "--repo_path", "repo", "--no_ignore", "maybe"),
+    "index --no_ignore with --repos": case(2, "index", "--repos", "repos.txt", "--no_ignore"),
     # answer: checked before any model is loaded
     "answer empty question": case(2, "answer", ""),
     "answer blank question": case(2, "answer", "\n\n"),
