@@ -118,7 +118,11 @@ def run_measured(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: 
     """Run ``cmd`` and measure it with ``wait4``: wall time, CPU time (user + system, with the children it
     waited for) and ``ru_maxrss`` (the largest of the process and those children), output captured through
     files (no pipe to fill up)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    utf8 = "utf-8"  # the children's output, whatever the locale
+    with (
+        tempfile.TemporaryFile("w+", encoding=utf8, errors="replace") as out,
+        tempfile.TemporaryFile("w+", encoding=utf8, errors="replace") as err,
+    ):
         started = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, cwd=cwd, env=dict(env) if env else None)
         _, status, usage = os.wait4(proc.pid, 0)
