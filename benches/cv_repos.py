@@ -50,7 +50,7 @@ from cv import (
     kind_rows,
     recall,
 )
-from xrepo_run import INDEX_ROOT, TREES, XREPO, _LineTable, build_indexes, run_fastrag, unpack_trees
+from xrepo_run import INDEX_ROOT, TREES, XREPO, LineTable, build_indexes, run_fastrag, unpack_trees
 from xrepo_score import Repo, Span, Task, load_repos, load_tasks, ndcg_at_10, summarize
 
 from fastrag.evaluation.recall import RECALL_KS
@@ -80,7 +80,7 @@ class RepoIndex:
         self.retriever = Retriever.open(index_dir, models_dir=ROOT / "data/models")
         self.locate = Sources.of(self.retriever.index.manifest).locate
         self.tree = tree.resolve()
-        self.table = _LineTable()
+        self.table = LineTable()
 
     def spans(self, hits: Sequence[Hit]) -> list[Span]:
         """``hits`` as paths in the repository with 1-based inclusive lines."""

@@ -229,7 +229,7 @@ def build_indexes(
 # --------------------------------------------------------------------------- fastrag: queries
 
 
-class _LineTable:
+class LineTable:
     """Line starts of the files results name, read once each (as fastrag decoded them)."""
 
     def __init__(self) -> None:
@@ -290,7 +290,7 @@ def _fastrag_repo(
     """The tasks of one repository searched on its index and scored (see :func:`run_fastrag`)."""
     retriever = Retriever.open(index_dir, models_dir=ROOT / DEFAULT_MODELS_DIR)
     locate = Sources.of(retriever.index.manifest).locate
-    table = _LineTable()
+    table = LineTable()
     queries = [t.query for t in tasks]
     results: list[TaskResult] = []
     for task, hits in zip(tasks, search(retriever, queries, K)):
