@@ -42,7 +42,7 @@ from fastrag.answering.prompt import (
 )
 from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODELS_DIR
 from fastrag.errors import UserError
-from fastrag.evaluation.datasets import load_search_results, output_path, write_results
+from fastrag.evaluation.datasets import check_replaceable, load_search_results, output_path, write_results
 from fastrag.indexing.storage import write_json_atomic
 from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
 
@@ -252,6 +252,7 @@ def answer(
     started = time.perf_counter()
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
+    check_replaceable(save_directory / ANSWER_FILE, StudentSearchResultsAndAnswer)
     spans: list[MinimalSource] = []
     reader = SpanReader()
     if k > 0:
@@ -361,7 +362,7 @@ def answer_dataset(
     """
     started = time.perf_counter()
     results = load_search_results(results_path)
-    target = output_path(results_path, save_directory)
+    target = output_path(results_path, save_directory, StudentSearchResultsAndAnswer)
     _check_sources(results.search_results, results_path)
     partial = partial_path(target)
     similarity = block_similarity()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
-import tempfile
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from fastrag.errors import UserError
-from fastrag.indexing.storage import write_bytes_atomic
+from fastrag.indexing.catalog import CATALOG_FILE
+from fastrag.indexing.generations import CURRENT_FILE
+from fastrag.indexing.storage import ensure_writable, write_bytes_atomic
 from fastrag.schemas import (
     AnsweredQuestion,
     RagDataset,
@@ -79,24 +81,48 @@ def load_answers(path: Path) -> StudentSearchResultsAndAnswer:
     return _validate(StudentSearchResultsAndAnswer, read_json(path, "answers file"), path, "answers file")
 
 
-def output_path(input_path: Path, save_directory: Path) -> Path:
+def output_path(
+    input_path: Path, save_directory: Path, kind: type[StudentSearchResults] = StudentSearchResults
+) -> Path:
     """Where a results file for ``input_path`` goes: same base name, in ``save_directory``.
 
     Refuses a directory that is a file, one the user may not write to (found out now, before the
-    work, by creating and removing a file there), and an output that would overwrite the input.
+    work, by writing a file there), an index folder, and an output that would replace anything but a
+    results file of type ``kind`` (:func:`check_replaceable`): the input, a dataset, any other file.
     """
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     target = save_directory / input_path.name
     if target.exists() and target.resolve() == input_path.resolve():
         raise UserError(f"refusing to overwrite the input file {input_path}")
-    try:
-        save_directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=save_directory):
-            pass
-    except OSError as exc:
-        raise UserError(f"cannot write to save directory {save_directory}: {exc.strerror or exc}") from exc
+    check_replaceable(target, kind)
+    ensure_writable(save_directory, "save directory")
     return target
+
+
+def check_replaceable(target: Path, kind: type[StudentSearchResults]) -> None:
+    """Refuse (:class:`UserError`) to write ``target`` inside an index folder, or over an existing file
+    that is not a results file of type ``kind`` (one fastrag wrote): a dataset, an index file, anything else."""
+    folder = Path(os.path.abspath(target.parent))
+    for place in (folder, *folder.parents):
+        if (place / CURRENT_FILE).is_file() or (place / CATALOG_FILE).is_file():
+            raise UserError(
+                f"refusing to write {target} inside the index folder {place}: choose another save directory"
+            )
+    if not (target.exists() or target.is_symlink()):
+        return
+    if target.is_symlink() or not target.is_file():
+        raise UserError(f"refusing to overwrite {target}: not a results file")
+    try:
+        raw = json.loads(target.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        raw = None
+    if isinstance(raw, dict) and "rag_questions" in raw:
+        raise UserError(f"refusing to overwrite the dataset {target}: choose another save directory")
+    try:
+        kind.model_validate(raw)
+    except ValidationError:
+        raise UserError(f"refusing to overwrite {target}: not a {kind.__name__} file written by fastrag") from None
 
 
 def write_results(target: Path, results: StudentSearchResults | StudentSearchResultsAndAnswer) -> None:

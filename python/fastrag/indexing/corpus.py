@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,13 +56,14 @@ class Skipped:
     reason: str
 
 
-def walk(root: Path) -> tuple[list[FileEntry], list[Skipped]]:
+def walk(root: Path, on_file: Callable[[], object] | None = None) -> tuple[list[FileEntry], list[Skipped]]:
     """List the indexable regular files under ``root``, sorted by relative path.
 
     Symbolic links are not followed (no loops, nothing outside the tree); hidden and build
     directories are skipped. Files with an indexable name that are symbolic links, special
     files (FIFOs, sockets, devices), unreadable to ``lstat`` or too large to be source, and
-    directories that cannot be listed, are reported as skipped. No file is opened.
+    directories that cannot be listed, are reported as skipped. No file is opened. ``on_file`` is
+    called once per file name seen (progress over a large tree).
     """
     entries: list[FileEntry] = []
     skipped: list[Skipped] = []
@@ -75,6 +77,8 @@ def walk(root: Path) -> tuple[list[FileEntry], list[Skipped]]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith("."))
         base = os.path.relpath(dirpath, root)
         for name in filenames:
+            if on_file is not None:
+                on_file()
             if not is_indexed_name(name):
                 continue
             rel = name if base == "." else f"{base}/{name}".replace(os.sep, "/")
