@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
-from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, join_repeated, raw_text, repo_names, status, target_size
+from fastrag.cli.flags import fire_error, globs, host_names, join_repeated, raw_text, repo_names, status, target_size
 from fastrag.cli.shards import index_shards
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
@@ -186,7 +186,7 @@ class Commands:
             dataset_path: the AnsweredQuestions dataset.
             show_missed: also list the questions not fully found in the top 10, each missed span with its cause.
         """
-        from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
+        from fastrag.evaluation.datasets import check_results, ground_truth, load_dataset, load_search_results
         from fastrag.evaluation.recall import MISS_K, evaluate, miss_cause
 
         if student_search_results_path is None or dataset_path is None:
@@ -195,6 +195,7 @@ class Commands:
         dataset_file = path_arg("dataset_path", dataset_path)
         results = load_search_results(results_file)
         truth = ground_truth(load_dataset(dataset_file), dataset_file)
+        check_results(results, truth, results_file)
         report = evaluate(results.search_results, truth)
         print(f"{dataset_file.name}: {report.questions} questions, {report.answered} with results, k={results.k}")
         print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
@@ -377,16 +378,12 @@ class Commands:
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
-        secret = None if token is None else text_arg("--token", token).strip()
-        hosts = () if allowed_host is None else tuple(
-            h.strip() for h in text_arg("--allowed_host", allowed_host).split(REPEATED_SEP)
-        )  # fmt: skip
-        if not all(hosts):
-            raise UsageError(f"--allowed_host has an empty name: {allowed_host!r}")
+        hosts = host_names(allowed_host)
         from fastrag.server import serve  # FastAPI is imported by this command only
 
-        serve(address, number, folder, name, token=secret, allowed_hosts=hosts)
+        serve(address, number, folder, name, token=token, allowed_hosts=hosts)  # the token checked there
 
+    @raw_text("token", "allowed_host")
     def mcp(
         self,
         transport: Any = "stdio",
@@ -394,6 +391,8 @@ class Commands:
         port: Any = 8765,
         index_dir: Any = str(DEFAULT_INDEX_DIR),
         model: Any = None,
+        token: Any = None,
+        allowed_host: Any = None,
     ) -> None:
         """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
 
@@ -407,15 +406,19 @@ class Commands:
             index_dir: where the index lives.
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported, else the packaged SmolLM2; index_status names it).
+            token: with http, the bearer token (as for serve: default $FASTRAG_TOKEN, else one generated and
+                printed on stderr when the host is not loopback).
+            allowed_host: with http, a Host name the server answers to (repeatable; as for serve).
         """
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
+        hosts = host_names(allowed_host)
         from fastrag.server.mcp import run  # the MCP SDK is imported by this command only
 
-        run(chosen, address, number, folder, name)
+        run(chosen, address, number, folder, name, token=token, allowed_hosts=hosts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from fastrag.config import MAX_K
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE
+from fastrag.indexing.corpus import read_text
 from fastrag.indexing.generations import CURRENT_FILE
 from fastrag.indexing.storage import ensure_writable, write_bytes_atomic
 from fastrag.schemas import (
@@ -74,6 +77,42 @@ def ground_truth(dataset: RagDataset, path: Path) -> list[AnsweredQuestion]:
 def load_search_results(path: Path) -> StudentSearchResults:
     """Load a ``search_dataset`` (or ``answer_dataset``) output file."""
     return _validate(StudentSearchResults, read_json(path, "search results file"), path, "search results file")
+
+
+def check_results(results: StudentSearchResults, truth: Sequence[AnsweredQuestion], path: Path) -> None:
+    """Refuse (:class:`UserError`, naming the first problem) a results file that does not fit the dataset
+    ``truth``: a declared ``k`` outside 1..10 or below a question's number of sources, a repeated or unknown
+    ``question_id``, a span with a negative, reversed or past-the-end offset (the end checked against
+    the file when it can be read from here)."""
+    if not 1 <= results.k <= MAX_K:
+        raise UserError(f"{path} declares k={results.k}: a results file has 1 to {MAX_K} sources per question")
+    known = {q.question_id for q in truth}
+    seen: set[str] = set()
+    lengths: dict[str, int | None] = {}
+    for result in results.search_results:
+        qid = result.question_id
+        if qid in seen:
+            raise UserError(f"{path} repeats question_id {qid!r}")
+        if qid not in known:
+            raise UserError(f"{path} has question_id {qid!r}, which is not in the dataset")
+        seen.add(qid)
+        if len(result.retrieved_sources) > results.k:
+            raise UserError(f"{path}: question {qid!r} has {len(result.retrieved_sources)} sources, "
+                            f"more than the declared k={results.k}")  # fmt: skip
+        for source in result.retrieved_sources:
+            first, last = source.first_character_index, source.last_character_index
+            if first < 0 or last < first:
+                raise UserError(f"{path}: question {qid!r} has the span {source.file_path}:{first}-{last}, "
+                                "whose offsets are negative or reversed")  # fmt: skip
+            if source.file_path not in lengths:
+                try:
+                    lengths[source.file_path] = len(read_text(Path(source.file_path)))
+                except OSError:
+                    lengths[source.file_path] = None
+            size = lengths[source.file_path]
+            if size is not None and last > size:
+                raise UserError(f"{path}: question {qid!r} has the span {source.file_path}:{first}-{last}, "
+                                f"past the end of the file ({size} characters)")  # fmt: skip
 
 
 def load_answers(path: Path) -> StudentSearchResultsAndAnswer:

@@ -448,7 +448,7 @@ def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bo
 def _walk(repo_path: Path, progress: bool) -> tuple[list[FileEntry], list[Skipped]]:
     """:func:`~fastrag.indexing.corpus.walk` with a count of the files seen on stderr (a large tree
     takes a while before the first file is read)."""
-    bar = tqdm(desc="walking", unit="file", disable=not progress, mininterval=0.5, leave=False)
+    bar = tqdm(desc="walking", unit="file", disable=not progress, delay=1.0, mininterval=0.5, leave=False)
     try:
         return walk(repo_path, on_file=bar.update)
     finally:
