@@ -292,11 +292,17 @@ def verify_file(gen: Path, manifest: dict[str, Any], name: str) -> Path:
 
 
 def verify_generation(gen: Path) -> dict[str, Any]:
-    """The manifest of ``gen`` once every file it lists matches its fingerprint (what ``index`` checks
-    before reusing a generation); else a :class:`UserError`."""
+    """The manifest of ``gen`` once every file it lists matches its fingerprint, a file in the core's
+    format loaded too (its payload's CRC32): what ``index`` checks before reusing a generation, so that
+    it rebuilds a damaged one; else a :class:`UserError`."""
     manifest = read_manifest(gen)
-    for name in manifest[CHECKSUMS_KEY]:
-        verify_file(gen, manifest, str(name))
+    for name, fingerprint in manifest[CHECKSUMS_KEY].items():
+        path = verify_file(gen, manifest, str(name))
+        if str(fingerprint).startswith("header:"):
+            try:
+                _core.Bm25Index.load(str(path))
+            except _core.IndexFormatError as exc:
+                raise _damaged(gen, " ".join(str(exc).split())) from exc
     return manifest
 
 

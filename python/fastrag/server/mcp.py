@@ -25,6 +25,7 @@ foreign ``Origin`` on a write.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -65,6 +66,8 @@ INSTRUCTIONS = (
 )
 
 ResultT = TypeVar("ResultT")
+#: A lone surrogate: text JSON can spell and UTF-8 cannot carry (replaced by U+FFFD in replies).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Tools:
@@ -192,7 +195,7 @@ def encodable(value: Any) -> Any:
     """``value`` with every string UTF-8 can carry: lone surrogates (which JSON may spell, and a client
     may send) replaced, so that the reply can be written at all."""
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {encodable(k): encodable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -201,33 +204,28 @@ def encodable(value: Any) -> Any:
 
 
 def reparse(failure: Exception) -> tuple[Any, Any]:
-    """``(message, None)``: the SDK's parse ``failure`` of a line, parsed again with lone surrogates
-    replaced; else ``(None, error)``: the JSON-RPC error answering the line."""
+    """``(message, None)``: the line the SDK failed to parse (``failure``) parsed again with lone
+    surrogates replaced; else ``(None, error)``: the JSON-RPC error answering it (a parse error, or an
+    invalid request for JSON that is not a JSON-RPC message)."""
     import json
 
     import mcp_types
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 
-    raw: Any = None
-    line = failure.errors()[0].get("input") if isinstance(failure, ValidationError) and failure.errors() else None
-    if isinstance(line, (str, bytes)):
+    first: Any = failure.errors()[0] if isinstance(failure, ValidationError) and failure.errors() else {}
+    code, text = mcp_types.INVALID_REQUEST, "Invalid Request"
+    if first.get("type") == "json_invalid" or not isinstance(failure, ValidationError):
+        code, text = mcp_types.PARSE_ERROR, "Parse error"
+        line = first.get("input")
         try:
-            raw = json.loads(line)
-        except (ValueError, RecursionError):
-            raw = None
-    code, text = (
-        (mcp_types.INVALID_REQUEST, "Invalid Request") if raw is not None else (mcp_types.PARSE_ERROR, "Parse error")
-    )
-    if raw is not None:
-        try:
-            return SessionMessage(
-                mcp_types.jsonrpc_message_adapter.validate_python(encodable(raw), by_name=False)
-            ), None
-        except ValidationError:
+            raw = json.loads(line) if isinstance(line, (str, bytes)) else None
+            if raw is not None:  # JSON after all: Python reads lone surrogates, which the SDK's parser refuses
+                message = mcp_types.jsonrpc_message_adapter.validate_python(encodable(raw), by_name=False)
+                return SessionMessage(message), None
+        except (ValueError, RecursionError):  # not JSON (or not a message): answered below
             pass
-    known = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), (int, str)) else None
-    error = mcp_types.JSONRPCError(jsonrpc="2.0", id=known, error=mcp_types.ErrorData(code=code, message=text))
+    error = mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=mcp_types.ErrorData(code=code, message=text))
     return None, SessionMessage(error)
 
 
