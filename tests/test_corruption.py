@@ -158,7 +158,7 @@ def edit_npz(key: str) -> Damage:
             content = {k: np.array(arrays[k]) for k in arrays.files}
         content[key].reshape(-1)[0] += 1 if content[key].dtype.kind in "iu" else 0.5
         buffer = io.BytesIO()
-        np.savez(buffer, **content)
+        np.savez(buffer, **content)  # type: ignore[arg-type]  # numpy's stub types the keywords as bool
         path.write_bytes(buffer.getvalue())
 
     return damage

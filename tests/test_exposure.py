@@ -24,7 +24,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import run_cli
+from conftest import run_cli, stop_process
 from fastrag.errors import UsageError
 from fastrag.server.auth import TOKEN_ENV, access_for, token_arg
 from test_server import make_project
@@ -94,18 +94,9 @@ def start(args: list[str], cwd: Path, prefix: str) -> tuple[subprocess.Popen[str
     reader.join(START_TIMEOUT_S)
     line = first[0].strip() if first else ""
     if not line.startswith(prefix):
-        stop(proc)
+        stop_process(proc)
         pytest.fail(f"no {prefix!r} line: {line!r} {err}")
     return proc, line, err
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture()
@@ -121,7 +112,7 @@ def exposed_mcp(project: Path) -> Iterator[tuple[int, str]]:
         (announced,) = [e for e in err if "access token" in e]
         yield int(line.rsplit(":", 1)[1].split("/")[0]), announced.split("access token ", 1)[1].split()[0]
     finally:
-        stop(proc)
+        stop_process(proc)
     assert sum(e.count(announced.split("access token ", 1)[1].split()[0]) for e in err) == 1  # printed once
 
 
@@ -184,7 +175,7 @@ def test_mcp_over_http_on_loopback_answers_loopback_names_only(project: Path) ->
         assert post(port, {"host": f"evil.example:{port}"})[0] == 400
         assert post(port, {"origin": "http://evil.example"})[0] == 403
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 # ----------------------------------------------------------------------------- every stdio line gets a reply
@@ -194,8 +185,8 @@ class Stdio:
     """``fastrag mcp`` on stdio, written to and read from line by line, every read bounded in time."""
 
     def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "fastrag", "mcp"], cwd=cwd, env=environment(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+        pipes: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+        self.proc = subprocess.Popen([sys.executable, "-m", "fastrag", "mcp"], cwd=cwd, env=environment(), **pipes)
 
     def send(self, line: bytes) -> None:
         assert self.proc.stdin is not None
@@ -226,11 +217,7 @@ class Stdio:
     def close(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, terminate=False)  # the end of stdin ends the session
 
 
 @pytest.fixture()

@@ -33,7 +33,8 @@ PUBLIC = "data/datasets/UnansweredQuestions/dataset_docs_public.json"
 def project(tmp_path: Path) -> Path:
     """The sample project, indexed, with a ground-truth dataset and its question set of the same name."""
     root = make_project(tmp_path)
-    truth = dict(LORA_TRUTH, sources=[{**LORA_TRUTH["sources"][0], "file_path": "data/raw/repo/docs/lora.md"}])
+    span = {"file_path": "data/raw/repo/docs/lora.md", "first_character_index": 0, "last_character_index": 200}
+    truth = dict(LORA_TRUTH, sources=[span])
     write_dataset(root / TRUTH, [truth])
     write_dataset(root / PUBLIC, [{"question_id": "q-lora", "question": LORA_TRUTH["question"]}])
     return root
@@ -157,10 +158,13 @@ def test_healthz_shows_no_absolute_path(project: Path) -> None:
 
 
 def test_index_counts_the_files_it_reads_and_shows_walking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_repo(tmp_path / "repo", {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(30)} | {"notes.bin": "x"})
+    write_repo(tmp_path / "repo", {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(70)} | {"notes.bin": "x"})
     result = run_cli("index", "--repo_path", "repo", cwd=tmp_path)
     assert result.code == 0, result.err
-    assert "fastrag: 30 files under repo, 30 to read" in result.err
+    assert "fastrag: 70 files under repo, 70 to read" in result.err
+    (tmp_path / "repo/pkg/m0.py").write_text("X0 = 'changed'\n")
+    again = run_cli("index", "--repo_path", "repo", cwd=tmp_path)  # a few files to read: no line to wait for
+    assert again.code == 0 and "to read" not in again.err, again.err
     seen: list[None] = []
     entries, _ = corpus.walk(tmp_path / "repo", on_file=lambda: seen.append(None))
-    assert len(entries) == 30 and len(seen) == 31  # every name seen is counted, indexable or not
+    assert len(entries) == 70 and len(seen) == 71  # every name seen is counted, indexable or not

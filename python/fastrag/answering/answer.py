@@ -43,7 +43,7 @@ from fastrag.answering.prompt import (
 from fastrag.config import DEFAULT_ANSWERS_DIR, DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODELS_DIR
 from fastrag.errors import UserError
 from fastrag.evaluation.datasets import check_replaceable, load_search_results, output_path, write_results
-from fastrag.indexing.storage import write_json_atomic
+from fastrag.indexing.storage import ensure_writable, write_json_atomic
 from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
 
 if TYPE_CHECKING:
@@ -253,6 +253,7 @@ def answer(
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     check_replaceable(save_directory / ANSWER_FILE, StudentSearchResultsAndAnswer)
+    ensure_writable(save_directory, "save directory")  # before the model loads, not after it answered
     spans: list[MinimalSource] = []
     reader = SpanReader()
     if k > 0:

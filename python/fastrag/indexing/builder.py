@@ -168,7 +168,7 @@ def plan_index(
             records[entry.rel_path] = old
         else:
             to_chunk.append(entry)
-    if progress:
+    if progress and len(to_chunk) >= POOL_THRESHOLD:  # worth a line when it is worth a wait
         print(f"fastrag: {len(entries)} files under {repo_path}, {len(to_chunk)} to read", file=sys.stderr)
     chunked = 0
     for n, (entry, outcome) in enumerate(_chunk_files(repo_path, to_chunk, params, progress, workers)):
@@ -439,7 +439,7 @@ def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bo
         return {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
     except UserError as exc:
         if progress and "older format" not in str(exc):
-            print(f"fastrag: {exc}: rebuilding it", file=sys.stderr)
+            print(f"fastrag: rebuilding the whole index, the live one cannot be reused ({exc})", file=sys.stderr)
         return {}
     except (ValueError, TypeError, KeyError, AttributeError):
         return {}

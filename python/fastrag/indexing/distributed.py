@@ -200,7 +200,7 @@ def embed_stage(
     context.enable_progress_bars = False
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     batches = -(-len(texts) // EMBED_BATCH)
-    cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    cpus: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call,unused-ignore]
     actors = max(1, min(batches, int(cpus.get("CPU", 1))))
 
     embedded = ray.data.from_items([{"text": t} for t in texts]).map_batches(

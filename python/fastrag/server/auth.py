@@ -132,5 +132,5 @@ def announce(host: str, exposure: Exposure) -> None:
         print(f"fastrag: answering Host names {', '.join(exposure.allowed_hosts)} only (add more with --allowed_host)",
               file=sys.stderr)  # fmt: skip
     if exposure.generated:
-        print(f"fastrag: access token {exposure.access.token} (send it as Authorization: Bearer <token>; "
-              f"the page: /?token=<token>; set --token or ${TOKEN_ENV} to choose it)", file=sys.stderr, flush=True)  # fmt: skip
+        how = f"send Authorization: Bearer <token>; the page: /?token=<token>; choose it with --token or ${TOKEN_ENV}"
+        print(f"fastrag: access token {exposure.access.token} ({how})", file=sys.stderr, flush=True)
