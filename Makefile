@@ -124,6 +124,12 @@ bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens
 	$(UV) sync --frozen --group bench --group dev $(EXTRAS)
 	$(PY) benches/peers.py
 
+.PHONY: xrepo
+XREPO_ARGS ?=
+xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../shared/xrepo, NDCG@10 (≤ 10 min, 2 cores; XREPO_ARGS="--repo NAME --show_missed ..."); refreshes benches/RESULTS.md
+	$(UV) sync --frozen --inexact --group dev --group bench $(EXTRAS)
+	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
+
 .PHONY: cv
 cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid

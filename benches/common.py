@@ -100,6 +100,10 @@ class CpuMeter:
         t = os.times()
         return t.user + t.system + t.children_user + t.children_system
 
+    def own_cpu(self) -> float:
+        """CPU seconds this process and the children it waited for used since the meter started."""
+        return self._own() - self.start[1]
+
     def foreign_cores(self) -> float:
         """Mean number of cores busy with other processes since the meter started."""
         busy, own, wall = self._busy(), self._own(), time.perf_counter()

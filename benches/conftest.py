@@ -18,6 +18,8 @@ from common import CORPUS, DISPLAY_ROOT, RESULTS, CpuMeter, machine, replace_sec
 from fastrag.indexing.builder import IndexParams, build_index
 
 SECTION = "## Throughput (pytest-benchmark)"
+#: The xrepo build folder holds other projects' trees (and their tests): never collected.
+collect_ignore = ["_work"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section, shown, write_text_atomic
@@ -49,6 +50,7 @@ from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import IOU_THRESHOLD, MISS_CAUSES, RECALL_KS, iou, miss_cause
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
+from fastrag.retrieval.evidence import is_full_question
 from fastrag.retrieval.query import analyse
 from fastrag.retrieval.retriever import (
     Hit,
@@ -58,6 +60,7 @@ from fastrag.retrieval.retriever import (
     hits_to_sources,
     interleave,
     nested_first,
+    spread_files,
 )
 from fastrag.schemas import MinimalSource
 
@@ -69,6 +72,14 @@ STEPS = 400
 RATE = 0.05
 #: Resamples of the questions behind each bootstrap interval.
 BOOTSTRAP = 2000
+
+
+class Fitted(Protocol):
+    """What the fit reads of a question: its candidates' ids and features, and which of them find its truth."""
+
+    ids: list[int]
+    features: np.ndarray
+    label: np.ndarray
 
 
 @dataclass(slots=True)
@@ -126,12 +137,19 @@ def finds(span: tuple[str, int, int], truth: Sequence[tuple[str, int, int]]) -> 
     return any(p == path and iou(start, end, s, e) > IOU_THRESHOLD for p, s, e in truth)
 
 
-def fit(questions: Sequence[Question], mask: np.ndarray) -> np.ndarray:
-    """Weights of the listwise softmax loss over ``questions`` (features selected by ``mask``), by Adam."""
-    usable = [q for q in questions if q.label.any()]
+def fit(questions: Sequence[Fitted], mask: np.ndarray, weights: Sequence[float] | None = None) -> np.ndarray:
+    """Weights of the listwise softmax loss over ``questions`` (features selected by ``mask``), by Adam.
+
+    ``weights``: each question's share of the loss (default: equal), so that two pooled sources of
+    questions can count alike whatever their sizes.
+    """
+    keep = [i for i, q in enumerate(questions) if q.label.any()]
+    usable = [questions[i] for i in keep]
     w = np.zeros(len(mask))
     if not usable:
         return w
+    share = np.ones(len(usable)) if weights is None else np.array([weights[i] for i in keep], dtype=np.float64)
+    share = share / share.sum()
     x = np.concatenate([q.features for q in usable]) * mask
     y = np.concatenate([q.label for q in usable])
     bounds = np.cumsum([0] + [len(q.ids) for q in usable])
@@ -143,7 +161,7 @@ def fit(questions: Sequence[Question], mask: np.ndarray) -> np.ndarray:
         e = np.exp(s - np.maximum.reduceat(s, bounds[:-1])[seg])
         z = np.add.reduceat(e, bounds[:-1])
         p = np.add.reduceat(e * y, bounds[:-1])
-        grad = x.T @ (e / z[seg] - e * y / p[seg]) / len(usable) + L2 * w / len(usable)
+        grad = x.T @ (share[seg] * (e / z[seg] - e * y / p[seg])) + L2 * w / len(usable)
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
         w -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-9)
@@ -158,6 +176,8 @@ def ranked_hits(q: Question, weights: np.ndarray, retriever: Retriever, headings
     scores = q.features @ weights
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
+    if retriever.spread < 1.0 and not is_full_question(q.text):
+        ranked = spread_files(ranked, retriever.index.chunks.file, retriever.spread)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
         hits = interleave(q.places, hits)
@@ -179,7 +199,7 @@ def searched_recall(
     aimed = list(questions if targets is None else targets)
     out: list[dict[int, float]] = [{} for _ in aimed]
     stage = retriever.precision
-    saved = (stage.name_weight, stage.definitions_weight)
+    saved = stage.weights
     try:
         for w, rows in held_out(questions, folds, np.ones(len(precision.FEATURES)), aimed):
             stage.set_weights(list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1))

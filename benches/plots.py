@@ -2,15 +2,16 @@
 
 Usage: ``.venv/bin/python benches/plots.py``
 
-Reads ``data/bench/results/{scaling,threads,modes}.json`` (written by ``scaling.py``, ``threads.py`` and
-``modes.py``) and writes, under ``benches/``:
+Reads ``data/bench/results/{scaling,threads,modes,xrepo}.json`` (written by ``scaling.py``, ``threads.py``,
+``modes.py`` and ``xrepo.py``) and writes, under ``benches/``:
 
 - ``scaling_latency.png``: query latency (p50, p99) against corpus size, per engine, log-log;
 - ``scaling_build.png``: build time against corpus size, per engine and for the whole ``fastrag index``, log-log,
   with a linear reference;
 - ``scaling_memory.png``: index size on disk and peak RSS while building, against corpus size;
 - ``recall_modes.png``: recall@k, k = 1 … 10, of the lexical, vector and hybrid modes, docs and code sets;
-- ``threads.png``: time at 1 and 2 threads or workers per parallel stage.
+- ``threads.png``: time at 1 and 2 threads or workers per parallel stage;
+- ``xrepo_languages.png``: NDCG@10 per language on the xrepo benchmark, fastrag beside semble (``xrepo.py``).
 
 Drawn with matplotlib's object API (``Figure``, rendered by Agg; pyplot is never imported). A plot whose
 figures are missing is skipped with a note on stderr; the script fails (status 1) only when no figures exist
@@ -33,7 +34,13 @@ from matplotlib.figure import Figure
 from report import load_figures, say
 
 OUT_DIR = ROOT / "benches"
-ENGINE_COLORS = {"fastrag": "tab:red", "bm25s": "tab:blue", "tantivy": "tab:green", "fastrag index": "tab:purple"}
+ENGINE_COLORS = {
+    "fastrag": "tab:red",
+    "bm25s": "tab:blue",
+    "tantivy": "tab:green",
+    "fastrag index": "tab:purple",
+    "semble": "tab:orange",
+}
 MODE_COLORS = {"lexical": "tab:red", "vector": "tab:blue", "hybrid": "tab:purple"}
 SET_STYLES = {"docs": "-", "code": "--"}
 #: Metadata without the software version, so that a re-run with the same figures gives the same bytes.
@@ -190,12 +197,40 @@ def plot_threads(threads: dict[str, Any]) -> Path:
     return save(fig, "threads.png")
 
 
+def plot_xrepo(xrepo: dict[str, Any]) -> Path:
+    """NDCG@10 per language, fastrag beside semble's BM25 mode of the same run, semble's published figure as a tick."""
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.subplots()
+    langs = list(xrepo["languages"])
+    width = 0.4
+    for i, (engine, label) in enumerate((("fastrag", "fastrag"), ("semble", "semble BM25 (same run)"))):
+        values = [xrepo["languages"][lang][engine] or 0.0 for lang in langs]
+        ax.bar([x + (i - 0.5) * width for x in range(len(langs))], values, width, label=label,
+               color=ENGINE_COLORS[engine])  # fmt: skip
+    published = [xrepo["languages"][lang]["published"] for lang in langs]
+    shown_at = [(x, v) for x, v in enumerate(published) if v is not None]
+    ax.scatter([x for x, _ in shown_at], [v for _, v in shown_at], marker="_", s=200, color="black",
+               label="semble published (hybrid)", zorder=3)  # fmt: skip
+    ax.set_xticks(range(len(langs)))
+    ax.set_xticklabels([f"{lang} ({xrepo['languages'][lang]['repos']})" for lang in langs], fontsize=7, rotation=35,
+                       ha="right")  # fmt: skip
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("NDCG@10 (mean of the language's repositories)")
+    mean = xrepo["mean"]
+    ax.set_title(f"xrepo, {len(xrepo['repos'])} repositories: fastrag {mean['fastrag']:.3f}, semble BM25 "
+                 f"{mean['semble']:.3f} (mean over repositories)", fontsize=9)  # fmt: skip
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper center", ncol=3)
+    return save(fig, "xrepo_languages.png")
+
+
 PLOTS: tuple[tuple[str, Callable[[dict[str, Any]], Path]], ...] = (
     ("scaling", plot_latency),
     ("scaling", plot_build),
     ("scaling", plot_memory),
     ("modes", plot_modes),
     ("threads", plot_threads),
+    ("xrepo", plot_xrepo),
 )
 
 

@@ -206,7 +206,10 @@ def _figures() -> dict[str, dict[str, Any]]:
     curve = {str(k): min(1.0, 0.5 + k / 20) for k in range(1, 11)}
     modes = {"recall": {m: {"docs": curve, "code": curve} for m in ("lexical", "vector", "hybrid")}}
     threads = {"times_s": {"chunking": {"1": [6.0, 7.0], "2": [4.0, 4.5]}}, "foreign_cores": 0.3}
-    return {"scaling": scaling_fig, "modes": modes, "threads": threads}
+    languages = {"go": {"repos": 2, "fastrag": 0.6, "semble": 0.9, "published": 0.91},
+                 "ruby": {"repos": 1, "fastrag": 0.0, "semble": 0.88, "published": None}}  # fmt: skip
+    xrepo = {"languages": languages, "repos": [{}, {}, {}], "mean": {"fastrag": 0.4, "semble": 0.89}}
+    return {"scaling": scaling_fig, "modes": modes, "threads": threads, "xrepo": xrepo}
 
 
 def test_plots_draw_every_png_from_saved_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,7 +222,8 @@ def test_plots_draw_every_png_from_saved_figures(tmp_path: Path, monkeypatch: py
         report.save_figures(name, payload)
     assert plots.main() == 0
     written = sorted(p.name for p in out.iterdir())
-    expected = ["recall_modes.png", "scaling_build.png", "scaling_latency.png", "scaling_memory.png", "threads.png"]
+    expected = ["recall_modes.png", "scaling_build.png", "scaling_latency.png", "scaling_memory.png", "threads.png",
+                "xrepo_languages.png"]  # fmt: skip
     assert written == expected
     for name in written:
         data = (out / name).read_bytes()

@@ -143,12 +143,18 @@ def test_file_kinds_of_any_repository(tmp_path: Path) -> None:
         "web/package.json": '{"name": "web"}\n',
         "data/tuning.json": '{"1": {"BLOCK_SIZE_M": 16}}\n',
         "scripts/run.sh": "echo run\n",
-        "image.png": "not text",
+        "image.png": "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
     }
     write_repo(tmp_path / "repo", files)
     report = build_index(tmp_path / "repo", tmp_path / "index", IndexParams(), display_root="repo", progress=False)
     indexed = set(load_index(tmp_path / "index").chunks.paths)
     assert report.files == 5 and "repo/data/tuning.json" not in indexed and "repo/web/package.json" in indexed
-    write_repo(tmp_path / "other", {"image.png": "x", "data.bin": "y"})
-    with pytest.raises(UserError, match=r"no indexable files under .*looked for .*\.rs.*Makefile.*package\.json"):
+    assert {(s.rel_path, s.reason) for s in report.skipped} == {
+        ("data/tuning.json", "data format"),
+        ("image.png", "binary or not UTF-8"),
+    }
+    write_repo(tmp_path / "other", {"image.png": "\x00x", "data.bin": "\x00y"})
+    with pytest.raises(
+        UserError, match=r"^no readable text files under .*other \(skipped 2 files: .*binary or not UTF-8"
+    ):
         build_index(tmp_path / "other", tmp_path / "index2", IndexParams(), progress=False)

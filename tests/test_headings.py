@@ -196,21 +196,21 @@ def test_the_index_keeps_heading_lines_apart(retriever: Retriever) -> None:
 def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever) -> None:
     weights = precision.load_weights()
     assert tuple(weights) == precision.FEATURES and weights["first_stage"] > 0
-    assert precision.NAME_WEIGHT == weights["file_name"] / weights["first_stage"]
-    assert precision.DEFINITIONS_WEIGHT == weights["definitions"] / weights["first_stage"]
+    relative = [weights[f] / weights["first_stage"] for f in precision.FEATURES[1:]]
+    assert list(precision.RELATIVE_WEIGHTS) == relative
     query = analyse("torch profiler for a run", retriever.index.bm25)
     ranked = retriever.lexical.search(query.text, 10)
     rows = retriever.precision.features(query, ranked)
-    name_weight, definitions_weight = precision.NAME_WEIGHT, precision.DEFINITIONS_WEIGHT
     expected = sorted(
-        (
-            (cid, first + name_weight * name + definitions_weight * defined)
-            for (cid, _), (first, name, defined) in zip(ranked, rows)
-        ),
+        ((cid, row[0] + sum(w * x for w, x in zip(relative, row[1:]))) for (cid, _), row in zip(ranked, rows)),
         key=lambda item: (-item[1], item[0]),
     )
-    assert retriever.precision.rerank(query, ranked) == expected
-    assert rows[0][0] == 1.0 and all(0 <= f <= 1 and 0 <= n <= 1 and d >= 0 for f, n, d in rows)
+    got = retriever.precision.rerank(query, ranked)
+    assert [c for c, _ in got] == [c for c, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+    assert rows[0][0] == 1.0 and all(len(row) == len(precision.FEATURES) for row in rows)
+    assert all(0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0 for row in rows)
+    assert all(0 <= x <= 1 for row in rows for x in row[3:])
 
 
 def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:

@@ -12,7 +12,7 @@ from fastrag import _core
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.chunking import chunk_file
 from fastrag.indexing.texts import Definitions, defined_names
-from fastrag.retrieval.precision import FileTexts, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.precision import FEATURES, FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
@@ -217,7 +217,7 @@ def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:
     assert sorted(c for c, _ in out) == sorted(c for c, _ in ranked)
     assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
     assert stage.rerank(analyse(QUESTION, index.bm25), []) == []
-    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, name_weight=0.0)
+    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, weights=[0.0] * (len(FEATURES) - 1))
     assert [c for c, _ in silent.rerank(analyse(QUESTION, index.bm25), ranked)] == [c for c, _ in ranked]
 
 
@@ -375,7 +375,7 @@ def test_the_chunk_that_defines_what_the_question_names_comes_first(defining_ind
     defined = sorted(retriever.precision.defined(query, [c for c, _ in ranked]), reverse=True)
     assert defined[0] > 0 and defined[1] == 0  # one chunk defines it
     assert retriever.precision.defined(analyse("", retriever.index.bm25), [c for c, _ in ranked]) == [0.0] * len(ranked)
-    retriever.precision.definitions_weight = 0.0
+    retriever.precision.set_weights([0.0] * (len(FEATURES) - 1))
     assert [h.file_path for h in retriever.search(question, 2, "lexical")] == plain
     without = Precision(retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file)
     assert without.defined(query, [c for c, _ in ranked]) == [0.0] * len(ranked)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastrag.indexing.chunking import Chunk, chunk_file, chunk_plain, chunk_syntax
@@ -18,6 +18,8 @@ from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX, LANGUAGES
 from test_chunking import CORPUS, NAMES, NEWLINES, PROPERTY_SETTINGS, WORDS, check_all_sizes, check_chunks, spans
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Examples of each grammar's generated-code property (:data:`PROPERTY_SETTINGS` is for one property).
+PER_GRAMMAR_SETTINGS = settings(PROPERTY_SETTINGS, max_examples=40)
 
 
 def whole(text: str, chunks: list[Chunk], snippet: str) -> Chunk:
@@ -39,6 +41,48 @@ def test_every_grammar_loads_and_parses() -> None:
     for name in named:
         tree = parser(name).parse(b"x = 1;\n")
         assert tree.root_node.end_byte == 7
+
+
+def test_grammar_tables_name_real_node_kinds() -> None:
+    """Every scope, block and continuation kind of a grammar is a named node kind of it (a misspelt
+    kind would silently never match)."""
+    for name, grammar in GRAMMARS.items():
+        language = parser(name).language
+        assert language is not None
+        for kind in grammar.scopes | grammar.blocks | grammar.continuations:
+            assert language.id_for_node_kind(kind, True) is not None, (name, kind)
+
+
+#: The named scopes of samples of :data:`SAMPLES`, by the names :meth:`Grammar.name_of` gives them.
+SCOPE_NAMES = {
+    ".cs": ["Demo", "Add", "Show"],
+    ".php": ["App", "Box", "add", "show"],
+    ".rb": ["Box", "add", "show"],
+    ".swift": ["Box", "add", "show"],
+    ".scala": ["demo", "Box", "add", "show"],
+    ".ex": ["Demo.Box", "add", "show"],
+    ".hs": ["Show", "showList", "show", "x", "y"],  # a ``let`` binding is a definition too
+    ".lua": ["M.show"],
+    ".zig": ["add", "show"],
+    ".dart": ["Box", "add", "show"],
+}
+
+
+@pytest.mark.parametrize("suffix", sorted(SCOPE_NAMES))
+def test_scopes_name_themselves(suffix: str) -> None:
+    """Each grammar's definitions are scopes, named by their ``name`` field or, for Elixir's calls,
+    by the called name of their first argument."""
+    text = "\n".join(SAMPLES[suffix][:3]).encode()
+    grammar = GRAMMARS[GRAMMAR_OF_SUFFIX[suffix]]
+    names = []
+    stack = [parser(GRAMMAR_OF_SUFFIX[suffix]).parse(text).root_node]
+    while stack:
+        node = stack.pop()
+        if grammar.is_scope(node):
+            name = grammar.name_of(node)
+            names.append(name.text.decode() if name is not None and name.text is not None else "")
+        stack.extend(reversed(node.children))
+    assert [n for n in names if n] == SCOPE_NAMES[suffix]
 
 
 def test_suffixes_pick_their_grammar() -> None:
@@ -233,6 +277,76 @@ SAMPLES: dict[str, tuple[str, str, str, str, str]] = {
         "  return n;",
         "namespace store\nint count(const std::vector<int>& xs)",
     ),
+    ".cs": (
+        "using System;\n\n/// <summary>A demo.</summary>\npublic class Demo\n{\n",
+        "    /// <summary>Adds.</summary>\n    [Pure]\n    public int Add(int a, int b) => a + b;\n",
+        "    public void Show(int n)\n    {\n        Console.WriteLine(n);\n        Debug.WriteLine(n);\n    }\n}\n",
+        "        Debug.WriteLine(n);",
+        "public class Demo\npublic void Show(int n)",
+    ),
+    ".php": (
+        "<?php\n\nnamespace App;\n\n/** A box. */\nclass Box\n{\n",
+        "    // Adds.\n    public function add(int $a, int $b): int\n    {\n        return $a + $b;\n    }\n",
+        "    public function show(int $n): void\n    {\n        echo $n;\n        echo $n + 1;\n    }\n}\n",
+        "        echo $n + 1;",
+        "class Box\npublic function show(int $n): void",
+    ),
+    ".rb": (
+        'require "a"\n\n# A box.\nclass Box < Base\n',
+        "  # Adds.\n  def add(a, b)\n    a + b\n  end\n",
+        "  def show(n)\n    puts n\n    puts n + 1\n  end\nend\n",
+        "    puts n + 1",
+        "class Box < Base\ndef show(n)",
+    ),
+    ".swift": (
+        "import Foundation\n\n/// A box.\nextension Box {\n",
+        "    /// Adds.\n    func add(_ a: Int, _ b: Int) -> Int {\n        return a + b\n    }\n",
+        "    func show(n: Int) {\n        print(n)\n        print(n + 1)\n    }\n}\n",
+        "        print(n + 1)",
+        "extension Box\nfunc show(n: Int)",
+    ),
+    ".scala": (
+        "package demo\n\n// A box.\nobject Box:\n",
+        "  // Adds.\n  def add(a: Int, b: Int): Int =\n    a + b\n",
+        "  def show(n: Int): Unit =\n    println(n)\n    println(n + 1)\n",
+        "    println(n + 1)",
+        "object Box\ndef show(n: Int): Unit =",
+    ),
+    ".ex": (
+        'defmodule Demo.Box do\n  @moduledoc "A box."\n  alias Demo.Shape\n',
+        "  # Adds.\n  def add(a, b), do: a + b\n",
+        "  def show(n) when n > 0 do\n    IO.puts(n)\n    IO.puts(n + 1)\n  end\nend\n",
+        "    IO.puts(n + 1)",
+        "defmodule Demo.Box do\ndef show(n) when n > 0 do",
+    ),
+    ".hs": (
+        "import Data.Map\n\n-- | Shows points.\ninstance Show Point where\n",
+        "  -- | Shows a list.\n  showList ps = concatMap show ps\n",
+        "  show p = do\n    let x = px p\n    let y = py p\n    show x ++ show y\n",
+        "    let y = py p",
+        "instance Show Point where\nshow p = do",
+    ),
+    ".lua": (
+        "local M = {}\n\n-- Shows.\nfunction M.show(n)\n",
+        "  -- Adds.\n  local add = function(a, b) return a + b end\n",
+        "  local twice = function(x)\n    print(x)\n    print(x + 1)\n  end\nend\n",
+        "    print(x + 1)",
+        "function M.show(n)\nlocal twice = function(x)",
+    ),
+    ".zig": (
+        'const s = @import("s");\n\n/// A point.\nconst Point = struct {\n',
+        "    /// Adds.\n    pub fn add(a: i32, b: i32) i32 {\n        return a + b;\n    }\n",
+        '    fn show(n: i32) void {\n        std.debug.print("{}", .{n});\n        log.info("{}", .{n});\n    }\n};\n',
+        '        log.info("{}", .{n});',
+        "const Point = struct\nfn show(n: i32) void",
+    ),
+    ".dart": (
+        "import 'a';\n\n/// A box.\nclass Box {\n",
+        "  /// Adds.\n  int add(int a, int b) {\n    return a + b;\n  }\n",
+        "  void show(int n) {\n    print(n);\n    print(n + 1);\n  }\n}\n",
+        "    print(n + 1);",
+        "class Box\nvoid show(int n)",
+    ),
 }
 
 
@@ -272,11 +386,12 @@ def test_trouble_falls_back_to_plain_text() -> None:
 @dataclass(frozen=True)
 class Syntax:
     """Templates of one grammar: blocks (opening line, closing line) and single lines; ``N`` is
-    replaced by a name and ``W`` by words."""
+    replaced by a name and ``W`` by words; a first line every file starts with (PHP's ``<?php``)."""
 
     suffix: str
     blocks: tuple[tuple[str, str], ...]
     lines: tuple[str, ...]
+    prologue: str = ""
 
 
 SYNTAXES = (
@@ -316,6 +431,57 @@ SYNTAXES = (
         ('val N = "W"', "// W", 'N("W")'),
     ),
     Syntax(".sh", (("N() {", "}"), ('if [ -n "$N" ]; then', "fi"), ("for N in a b; do", "done")), ('N="W"', "# W")),
+    Syntax(
+        ".cs",
+        (("namespace N {", "}"), ("class N {", "}"), ("public void N(int x) {", "}"), ("[Obsolete]\nint N() {", "}")),
+        ('string N = "W";', "// W", "/// W", "int N { get; set; }"),
+    ),
+    Syntax(
+        ".php",
+        (("function N($x) {", "}"), ("class N {", "}"), ("trait N {", "}"), ("if ($N) {", "}")),
+        ('$N = "W";', "// W", "# W", "public function N() {}"),
+        prologue="<?php",
+    ),
+    Syntax(
+        ".rb",
+        (("def N(x)", "end"), ("class N", "end"), ("module N", "end"), ("N.each do |x|", "end"), ("if N", "end")),
+        ('N = "W"', "# W", 'N("W")', "attr_reader :N"),
+    ),
+    Syntax(
+        ".swift",
+        (("func N(x: Int) -> Int {", "}"), ("struct N {", "}"), ("extension N {", "}"), ("protocol N {", "}")),
+        ('let N = "W"', "// W", "/// W", "@objc var N: Int = 0"),
+    ),
+    Syntax(
+        ".scala",
+        (("object N {", "}"), ("def N(x: Int): Int = {", "}"), ("class N:", "end N"), ("trait N:", "")),
+        ('val N = "W"', "// W", "def N: Int = 1", "given N: Int = 1"),
+    ),
+    Syntax(
+        ".ex",
+        (("defmodule N do", "end"), ("def N(x) do", "end"), ("defp N(x) when x > 0 do", "end"), ("if N do", "end")),
+        ('N = "W"', "# W", '@doc "W"', "def N(x), do: x"),
+    ),
+    Syntax(
+        ".hs",
+        (("class N a where", ""), ("instance N Int where", ""), ("N x = do", ""), ("N = case x of", "")),
+        ('N = "W"', "-- W", "-- | W", "N :: Int", "data N = A | B"),
+    ),
+    Syntax(
+        ".lua",
+        (("function N(x)", "end"), ("local N = function()", "end"), ("if N then", "end"), ("N = {", "}")),
+        ('local N = "W"', "-- W", 'N("W")'),
+    ),
+    Syntax(
+        ".zig",
+        (("fn N(x: i32) i32 {", "}"), ("const N = struct {", "};"), ('test "N" {', "}"), ("if (N) {", "}")),
+        ('const N = "W";', "// W", "/// W", "N: i32,"),
+    ),
+    Syntax(
+        ".dart",
+        (("class N {", "}"), ("void N(int x) {", "}"), ("extension N on int {", "}"), ("mixin N {", "}")),
+        ('var N = "W";', "// W", "/// W", "@override"),
+    ),
 )
 
 
@@ -339,32 +505,40 @@ def code_lines(draw: st.DrawFn, syntax: Syntax, depth: int = 0) -> list[str]:
 
 
 @st.composite
-def code_sources(draw: st.DrawFn) -> tuple[str, str]:
-    """A file name and generated source in one of :data:`SYNTAXES`: mixed line breaks, an optional
-    BOM, and now and then a line cut short (unbalanced code the parser must recover from)."""
-    syntax = draw(st.sampled_from(SYNTAXES))
+def code_sources(draw: st.DrawFn, syntax: Syntax) -> tuple[str, str]:
+    """A file name and generated source in ``syntax``: mixed line breaks, an optional BOM, and now
+    and then a line cut short (unbalanced code the parser must recover from)."""
     lines = draw(code_lines(syntax))
     if lines and draw(st.integers(0, 4)) == 0:
         index = draw(st.integers(0, len(lines) - 1))
         lines[index] = lines[index][: draw(st.integers(0, len(lines[index])))]
+    if syntax.prologue:
+        lines.insert(0, syntax.prologue)
     newline = draw(NEWLINES)
     text = draw(st.sampled_from(["", "\ufeff"])) + newline.join(lines) + draw(st.sampled_from(["", newline]))
     return f"src/file{syntax.suffix}", text
 
 
-@PROPERTY_SETTINGS
-@given(code_sources())
-def test_property_syntax(source: tuple[str, str]) -> None:
-    """Generated code in every grammar: every chunk inside the file, at most the target, every
+@pytest.mark.parametrize("syntax", SYNTAXES, ids=lambda syntax: syntax.suffix)
+@PER_GRAMMAR_SETTINGS
+@given(data=st.data())
+def test_property_syntax(syntax: Syntax, data: st.DataObject) -> None:
+    """Generated code in each grammar: every chunk inside the file, at most the target, every
     non-whitespace character covered, for several sizes."""
-    path, text = source
+    path, text = data.draw(code_sources(syntax))
     check_all_sizes(text, lambda *a: chunk_file(path, *a))
 
 
-@PROPERTY_SETTINGS
-@given(st.sampled_from(sorted(GRAMMAR_OF_SUFFIX)), st.text(alphabet=st.characters(), max_size=300))
+def test_property_syntax_covers_every_grammar() -> None:
+    """Every grammar has templates for the generated-code property."""
+    assert {GRAMMAR_OF_SUFFIX[syntax.suffix] for syntax in SYNTAXES} == set(GRAMMARS)
+
+
+@pytest.mark.parametrize("suffix", sorted({syntax.suffix for syntax in SYNTAXES}))
+@PER_GRAMMAR_SETTINGS
+@given(text=st.text(alphabet=st.characters(), max_size=300))
 def test_property_syntax_any_text(suffix: str, text: str) -> None:
-    """Arbitrary Unicode (lone surrogates, NUL, CR) through every grammar keeps the invariants."""
+    """Arbitrary Unicode (lone surrogates, NUL, CR) through each grammar keeps the invariants."""
     check_all_sizes(text, lambda *a: chunk_file(f"a{suffix}", *a))
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from fastrag.arguments import MIN_CHUNK_SIZE, int_arg, mode_arg, path_arg, text_arg
+from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
 from fastrag.cli.flags import fire_error, globs, host_names, join_repeated, raw_text, repo_names, status, target_size
 from fastrag.cli.shards import index_shards
 from fastrag.config import (
@@ -39,6 +39,7 @@ class Commands:
         vectors: Any = None,
         repos: Any = None,
         ray: Any = None,
+        no_ignore: bool = False,
     ) -> None:
         """Chunk and index a repository (incremental: unchanged files are reused).
 
@@ -49,13 +50,17 @@ class Commands:
             vectors: which chunks get embedding vectors: docs (Markdown/reST, the default), none, or another mode.
             repos: a file listing repositories (`path` or `name=path` per line): one shard each.
             ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
+            no_ignore: also index what .gitignore, .git/info/exclude and .fastragignore files leave out.
         """
         from fastrag.indexing.builder import DEFAULT_EMBED, IndexParams, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = DEFAULT_EMBED if vectors is None else str(vectors)
         params = IndexParams(max_chunk_size=size, target_size=target_size(size), embed=embed)
+        ignore = not bool_arg("no_ignore", no_ignore)
         if repos is not None:
+            if not ignore:
+                raise UsageError("--no_ignore is for one repository (--repo_path): shards honour their ignore files")
             index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
             return
         if ray is not None:
@@ -65,7 +70,7 @@ class Commands:
         target = path_arg("index_dir", index_dir)
         if (target / CATALOG_FILE).exists():
             raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
-        report = build_index(path_arg("repo_path", repo_path), target, params)
+        report = build_index(path_arg("repo_path", repo_path), target, params, ignore=ignore)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
         else:
@@ -76,9 +81,9 @@ class Commands:
             if report.vectors:
                 print(f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s")
         if report.skipped:
-            shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in report.skipped[:3])
-            more = f" and {len(report.skipped) - 3} more" if len(report.skipped) > 3 else ""
-            status(f"skipped {len(report.skipped)} files: {shown}{more}")
+            from fastrag.indexing.corpus import skipped_summary
+
+            status(skipped_summary(report.skipped))
 
     @raw_text("query", "path", "lang", "repo")
     def search(

@@ -35,7 +35,16 @@ from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
 from fastrag.indexing.chunking.bridges import with_bridges
 from fastrag.indexing.chunking.layers import heading_lines, markdown_layers
-from fastrag.indexing.corpus import FileEntry, Skipped, content_hash, decode, read_indexed_text, read_source, walk
+from fastrag.indexing.corpus import (
+    FileEntry,
+    Skipped,
+    content_hash,
+    read_indexed_text,
+    read_source,
+    skipped_summary,
+    text_of,
+    walk,
+)
 from fastrag.indexing.generations import (
     CHUNKS_BM25,
     CHUNKS_TABLE,
@@ -52,7 +61,7 @@ from fastrag.indexing.generations import (
     verified_json,
     verify_generation,
 )
-from fastrag.indexing.languages import looked_for
+from fastrag.indexing.ignores import IGNORED_BY
 from fastrag.indexing.records import (
     DEFAULT_EMBED,
     DEFAULT_EMBED_TOKENS,
@@ -108,6 +117,7 @@ def build_index(
     models_dir: Path | None = None,
     embedder: TextEmbedder | None = None,
     text_prefix: str = "",
+    ignore: bool = True,
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
 
@@ -117,6 +127,7 @@ def build_index(
     :meth:`fastrag.indexing.embed.Embedder.resolve`) — and only loaded if some vector is not cached.
     ``text_prefix``: a folder prepended to each file's relative path in the text BM25 indexes (a
     shard's repository name, so that its chunks index as in one index over all the repositories).
+    ``ignore``: leave out what the tree's ignore files name (:mod:`fastrag.indexing.ignores`).
     """
     plan = plan_index(
         repo_path,
@@ -126,6 +137,7 @@ def build_index(
         progress=progress,
         workers=workers,
         text_prefix=text_prefix,
+        ignore=ignore,
     )
     return finish_index(plan, models_dir=models_dir, embedder=embedder, progress=progress)
 
@@ -139,6 +151,7 @@ def plan_index(
     progress: bool = True,
     workers: int | None = None,
     text_prefix: str = "",
+    ignore: bool = True,
 ) -> IndexPlan:
     """The first step of :func:`build_index` (same arguments): walk ``repo_path``, chunk what changed.
 
@@ -155,9 +168,9 @@ def plan_index(
     ensure_writable(index_dir, "index directory")  # a read-only or full disk fails before any work
     clean_leftovers(index_dir)
     root = display_root if display_root is not None else display_prefix(repo_path)
-    entries, skipped = _walk(repo_path, progress)
+    entries, skipped = _walk(repo_path, ignore, progress)
     if not entries:
-        raise UserError(f"no indexable files under {repo_path} (looked for {looked_for()})")
+        raise UserError(f"no indexable files under {repo_path}{_why(skipped)}")
 
     previous = _load_previous(index_dir, params, root, progress)
     records: dict[str, FileRecord] = {}
@@ -189,7 +202,7 @@ def plan_index(
     n_chunks = sum(len(r.chunks) for r in records.values())
     report = IndexReport(len(records), n_chunks, chunked, reused, removed, skipped)
     if not records:
-        raise UserError(f"no readable text files under {repo_path}")
+        raise UserError(f"no readable text files under {repo_path}{_why(skipped)}")
     fingerprints_same = previous.keys() == records.keys() and all(
         previous[k].mtime_ns == r.mtime_ns for k, r in records.items()
     )
@@ -293,9 +306,9 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
         data = read_source(Path(path))
     except OSError as exc:
         return Skipped(entry.rel_path, exc.strerror or "unreadable")
-    text = decode(data)
-    if text is None:
-        return Skipped(entry.rel_path, "binary or not UTF-8")
+    text = text_of(entry.rel_path, data)
+    if isinstance(text, Skipped):
+        return text
     chunks = chunk_file(entry.rel_path, text, params.max_chunk_size, params.target_size)
     if params.bridges:
         chunks = with_bridges(text, chunks, params.max_chunk_size)
@@ -305,6 +318,19 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
         )
     headings = heading_lines(entry.rel_path, text) if params.layers else []
     return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
+
+
+def _why(skipped: list[Skipped]) -> str:
+    """What an error about an empty tree adds: the skipped-files summary, if any, and how to index
+    what ignore files leave out."""
+    if not skipped:
+        return ""
+    hint = (
+        "; --no_ignore indexes what ignore files leave out"
+        if any(s.reason.startswith(IGNORED_BY) for s in skipped)
+        else ""
+    )
+    return f" ({skipped_summary(sorted(skipped, key=lambda s: s.rel_path))}{hint})"
 
 
 def primary_chunks(chunks: list[Chunk]) -> list[int]:
@@ -445,11 +471,11 @@ def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bo
         return {}
 
 
-def _walk(repo_path: Path, progress: bool) -> tuple[list[FileEntry], list[Skipped]]:
+def _walk(repo_path: Path, ignore: bool, progress: bool) -> tuple[list[FileEntry], list[Skipped]]:
     """:func:`~fastrag.indexing.corpus.walk` with a count of the files seen on stderr (a large tree
     takes a while before the first file is read)."""
     bar = tqdm(desc="walking", unit="file", disable=not progress, delay=1.0, mininterval=0.5, leave=False)
     try:
-        return walk(repo_path, on_file=bar.update)
+        return walk(repo_path, ignore, on_file=bar.update)
     finally:
         bar.close()

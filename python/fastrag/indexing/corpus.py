@@ -12,13 +12,16 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fastrag.errors import UserError
-from fastrag.indexing.languages import is_indexed_name
+from fastrag.indexing.ignores import Ignores
+from fastrag.indexing.languages import HIDDEN, is_listed, kept_out
 
 #: Directories never descended into: version control, caches, virtual environments, builds.
 SKIPPED_DIRS = frozenset(
@@ -30,10 +33,22 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 #: A NUL byte in this many leading bytes marks a binary file.
 BINARY_SNIFF_BYTES = 8192
 
+#: A line this long (characters) with under :data:`GENERATED_SPACE` of whitespace is generated content:
+#: a minified bundle, a source map's mappings, base64 data. Prose on one line (vLLM's 18,286-character
+#: test prompt) has a space every few words; a long test literal (9,016 emoji) is shorter.
+GENERATED_LINE = 16384
+GENERATED_SPACE = 0.05
+
 #: Reasons shown in the ``skipped N files`` summary.
 SYMLINK = "symbolic link, not followed"
 NOT_REGULAR = "not a regular file"
 TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB"
+BINARY = "binary or not UTF-8"
+EMPTY = "empty"
+GENERATED = f"minified or generated (a line of over {GENERATED_LINE} characters, almost no spaces)"
+#: Skipped files named in the summary line before "and N more".
+SHOWN_SKIPPED = 3
+_LONG_LINE = re.compile(f"[^\n]{{{GENERATED_LINE + 1},}}")
 #: How :func:`read_source` opens a file: never through a final symbolic link, never waiting for
 #: a writer (a FIFO swapped in after the walk), never inherited by a child process.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -56,17 +71,25 @@ class Skipped:
     reason: str
 
 
-def walk(root: Path, on_file: Callable[[], object] | None = None) -> tuple[list[FileEntry], list[Skipped]]:
-    """List the indexable regular files under ``root``, sorted by relative path.
+def walk(
+    root: Path, ignore: bool = True, on_file: Callable[[], object] | None = None
+) -> tuple[list[FileEntry], list[Skipped]]:
+    """List the candidate regular files under ``root``, sorted by relative path.
 
     Symbolic links are not followed (no loops, nothing outside the tree); hidden and build
-    directories are skipped. Files with an indexable name that are symbolic links, special
-    files (FIFOs, sockets, devices), unreadable to ``lstat`` or too large to be source, and
-    directories that cannot be listed, are reported as skipped. No file is opened. ``on_file`` is
-    called once per file name seen (progress over a large tree).
+    directories, and hidden files no language lists, are passed over. Files and folders left out
+    by ignore files (``ignore``: see :mod:`fastrag.indexing.ignores`), files kept out by name (lock
+    files, minified bundles, source maps, data formats: :data:`fastrag.indexing.languages.KEPT_OUT`),
+    symbolic links, special files (FIFOs, sockets, devices), files unreadable to ``lstat`` or too
+    large to be source, directories that cannot be listed, and ignore patterns that cannot be
+    applied, are reported as skipped. No file is opened but ignore files: whether a candidate is
+    text is for :func:`text_of` to tell. ``on_file`` is called once per file name seen (progress
+    over a large tree).
     """
     entries: list[FileEntry] = []
     skipped: list[Skipped] = []
+    top, problems = Ignores.of(root, ignore)
+    rules_of: dict[str, Ignores] = {}
 
     def unreadable_dir(exc: OSError) -> None:
         """A directory that cannot be listed is reported (with a trailing ``/``), not ignored."""
@@ -74,14 +97,29 @@ def walk(root: Path, on_file: Callable[[], object] | None = None) -> tuple[list[
         skipped.append(Skipped(rel.replace(os.sep, "/") + "/", exc.strerror or "unreadable"))
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable_dir, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith("."))
         base = os.path.relpath(dirpath, root)
+        prefix = "" if base == "." else base.replace(os.sep, "/") + "/"
+        rules = rules_of.pop(dirpath, top).enter(prefix.rstrip("/"), filenames, problems)
+        kept = []
+        for name in sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")):
+            why = rules.reason(prefix + name, is_dir=True)
+            if why is None:
+                kept.append(name)
+                rules_of[os.path.join(dirpath, name)] = rules
+            else:
+                skipped.append(Skipped(f"{prefix}{name}/", why))
+        dirnames[:] = kept
         for name in filenames:
             if on_file is not None:
                 on_file()
-            if not is_indexed_name(name):
+            reason = kept_out(name)
+            if reason == HIDDEN:
                 continue
-            rel = name if base == "." else f"{base}/{name}".replace(os.sep, "/")
+            rel = prefix + name
+            reason = rules.reason(rel, is_dir=False) or reason
+            if reason is not None:
+                skipped.append(Skipped(rel, reason))
+                continue
             try:
                 st = os.lstat(os.path.join(dirpath, name))
             except OSError as exc:
@@ -97,6 +135,7 @@ def walk(root: Path, on_file: Callable[[], object] | None = None) -> tuple[list[
                 skipped.append(Skipped(rel, TOO_LARGE))
                 continue
             entries.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
+    skipped.extend(Skipped(p.source, p.reason) for p in problems)
     entries.sort(key=lambda e: e.rel_path)
     skipped.sort(key=lambda s: s.rel_path)
     return entries, skipped
@@ -165,6 +204,41 @@ def read_text(path: Path) -> str:
     file cannot be read.
     """
     return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def text_of(name: str, data: bytes) -> str | Skipped:
+    """The text of file ``name`` (its path as reported) read as ``data``, or why it is not indexed:
+    binary or not UTF-8, generated (:data:`GENERATED_LINE`), or, of a kind no language lists, empty
+    (nothing tells it is text)."""
+    text = decode(data)
+    if text is None:
+        return Skipped(name, BINARY)
+    if len(text) > GENERATED_LINE and _generated(text):
+        return Skipped(name, GENERATED)
+    if not text.strip() and not is_listed(name.rsplit("/", 1)[-1]):
+        return Skipped(name, EMPTY)
+    return text
+
+
+def _generated(text: str) -> bool:
+    """Whether ``text`` holds a line of over :data:`GENERATED_LINE` characters almost without whitespace."""
+    for match in _LONG_LINE.finditer(text):
+        line = match.group()
+        if len(line) - len("".join(line.split())) < GENERATED_SPACE * len(line):
+            return True
+    return False
+
+
+def skipped_summary(skipped: list[Skipped]) -> str:
+    """``skipped N files: a (why), b (why), c (why)``, then ``and K more`` and the count of each reason
+    when more files were skipped than named."""
+    shown = ", ".join(f"{s.rel_path} ({s.reason})" for s in skipped[:SHOWN_SKIPPED])
+    text = f"skipped {len(skipped)} files: {shown}"
+    if len(skipped) > SHOWN_SKIPPED:
+        counts = Counter(s.reason for s in skipped)
+        reasons = "; ".join(f"{reason}: {n}" for reason, n in counts.most_common())
+        text += f" and {len(skipped) - SHOWN_SKIPPED} more ({reasons})"
+    return text
 
 
 def decode(data: bytes) -> str | None:

@@ -4,6 +4,10 @@ Each :class:`Language` names the file suffixes (and whole file names) it covers 
 grammar, if any, that chunks it. A suffix may belong to several languages (``.h`` is both C and C++ as
 far as ``--lang`` is concerned; the first language listing it names its grammar). How a file is chunked
 is decided by :func:`fastrag.indexing.chunking.chunk_file` from its suffix.
+
+Every other file counts too, as text (``--lang text``), when its content is text (see
+:mod:`fastrag.indexing.corpus`) — except what :data:`KEPT_OUT` names (lock files, minified bundles,
+source maps, data formats) and hidden files (``.env``, ``.gitignore``: tool configuration, maybe secrets).
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from fastrag.errors import UsageError
 
 @dataclass(frozen=True, slots=True)
 class Language:
-    """A kind of file: its name, suffixes (lower case, with the dot), whole file names, and the
-    tree-sitter grammar that chunks it (``""``: chunked as text, or by a chunker of its own)."""
+    """A kind of file: its name, suffixes (lower case, with the dot), whole file names, the tree-sitter
+    grammar that chunks it (``""``: chunked as text, or by a chunker of its own), and whether it also
+    stands for the files no language lists."""
 
     name: str
     suffixes: tuple[str, ...]
     names: tuple[str, ...] = ()
     grammar: str = ""
+    #: also every file no language lists (the text files of any suffix)
+    unlisted: bool = False
 
 
 #: JSON files indexed: configuration, by its usual names.
@@ -38,7 +45,7 @@ LANGUAGES: tuple[Language, ...] = (
     Language("python", (".py", ".pyi")),
     Language("markdown", (".md", ".markdown")),
     Language("rst", (".rst",)),
-    Language("text", (".txt",)),
+    Language("text", (".txt",), unlisted=True),
     Language("cpp", (".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl"), grammar="cpp"),
     Language("c", (".c", ".h"), grammar="c"),
     Language("cuda", (".cu", ".cuh"), grammar="cpp"),  # CUDA is C++ with a few keywords
@@ -50,6 +57,17 @@ LANGUAGES: tuple[Language, ...] = (
     Language("typescript", (".ts", ".mts", ".cts"), grammar="typescript"),
     Language("tsx", (".tsx",), grammar="tsx"),
     Language("shell", (".sh", ".bash", ".zsh"), grammar="bash"),
+    Language("csharp", (".cs", ".csx"), grammar="c_sharp"),
+    Language("php", (".php",), grammar="php"),
+    Language("ruby", (".rb", ".rake", ".gemspec", ".ru"), names=("Gemfile", "Rakefile"), grammar="ruby"),
+    Language("swift", (".swift",), grammar="swift"),
+    Language("scala", (".scala", ".sc"), grammar="scala"),
+    Language("elixir", (".ex", ".exs"), grammar="elixir"),
+    Language("eex", (".eex", ".heex", ".leex")),  # Elixir's templates: HTML with tags, chunked as text
+    Language("haskell", (".hs",), grammar="haskell"),
+    Language("lua", (".lua",), grammar="lua"),
+    Language("zig", (".zig",), grammar="zig"),
+    Language("dart", (".dart",), grammar="dart"),
     Language("toml", (".toml",)),
     Language("yaml", (".yaml", ".yml")),
     # JSON by name only: configuration people keep (package.json, tsconfig.json, ...), not the generated
@@ -63,6 +81,30 @@ LANGUAGES: tuple[Language, ...] = (
     Language("docker", (), names=("Dockerfile",)),
 )
 
+#: Files kept out of the index though they are text, by the reason the summary gives: (reason, endings of
+#: the file name, names: a whole name or the part before its first dot, any case). Data formats are
+#: generated tables and fixtures rather than prose or code (vLLM's 384 kernel tuning tables shifted BM25's
+#: statistics enough to cost one public question at rank 1, docs/history.md "Languages"); JSON
+#: configuration by its usual names is indexed all the same. Legal texts are the same boilerplate in
+#: every repository, not the project (vLLM's three licences and DCO cost a docs question its place in
+#: the first five, docs/retrieval.md "Which files count").
+KEPT_OUT: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("lock file", (".lock", ".lockb"), ("package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "go.sum",
+                                        "package.resolved", "packages.lock.json", "gradle.lockfile")),
+    ("legal text", (), ("license", "licence", "copying", "notice", "dco")),
+    ("minified bundle", (".min.js", ".min.mjs", ".min.css", "-min.js", ".bundle.js"), ()),
+    ("source map", (".map",), ()),
+    ("data format", (".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".ipynb", ".svg"), ()),
+    # a package's metadata as its build tool writes it: the README again, under another name
+    ("generated package metadata", (), ("pkg-info",)),
+)  # fmt: skip
+#: Suffixes of prose: a kept-out name with one of these (or an unlisted one) is kept out too.
+_PROSE = frozenset(
+    s for name in ("markdown", "rst", "text") for lang in LANGUAGES if lang.name == name for s in lang.suffixes
+)
+#: Why an unlisted hidden file is not indexed.
+HIDDEN = "hidden file"
+
 #: Language of every name ``--lang`` accepts.
 BY_NAME: dict[str, Language] = {lang.name: lang for lang in LANGUAGES}
 #: Suffixes of the files indexed.
@@ -75,15 +117,25 @@ GRAMMAR_OF_SUFFIX: dict[str, str] = {
 FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
 
 
-def is_indexed_name(name: str) -> bool:
-    """Whether a file name (no folder) is one fastrag indexes."""
+def is_listed(name: str) -> bool:
+    """Whether a file name (no folder) is of a language of :data:`LANGUAGES` other than the unlisted text."""
     return name in FILE_NAMES or os.path.splitext(name)[1].lower() in SUFFIXES
 
 
-def looked_for() -> str:
-    """The kinds of files indexed, as a message shows them."""
-    named = sorted(FILE_NAMES - set(JSON_CONFIG_NAMES))
-    return f"{', '.join(sorted(SUFFIXES))}; files named {', '.join(named)}; JSON configuration such as package.json"
+def kept_out(name: str) -> str | None:
+    """Why a file name (no folder) is not indexed whatever its content (:data:`KEPT_OUT`, :data:`HIDDEN`),
+    or ``None`` when it is indexed if it reads as text."""
+    if name in FILE_NAMES:
+        return None
+    lower = name.lower()
+    stem, suffix = lower.split(".", 1)[0], os.path.splitext(lower)[1]
+    by_stem = suffix not in SUFFIXES or suffix in _PROSE  # LICENSE.md yes, license.py (code) no
+    for reason, endings, names in KEPT_OUT:
+        if lower in names or (by_stem and stem in names) or lower.endswith(endings):
+            return reason
+    if name.startswith(".") and not is_listed(name):
+        return HIDDEN
+    return None
 
 
 def is_language(lang: Language, path: str) -> bool:
@@ -91,7 +143,8 @@ def is_language(lang: Language, path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     if name in FILE_NAMES:
         return name in lang.names
-    return os.path.splitext(name)[1].lower() in lang.suffixes
+    suffix = os.path.splitext(name)[1].lower()
+    return suffix in lang.suffixes or (lang.unlisted and suffix not in SUFFIXES)
 
 
 def language_arg(value: object, *, prefix: str = "--") -> Language:

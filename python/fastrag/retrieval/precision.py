@@ -22,10 +22,16 @@ cannot see decides many of the questions it gets wrong:
   relative to the largest idf of that index, so that a name defined in many chunks (``forward``,
   ``__init__``) counts for little. Questions that spell no identifier score 0 everywhere.
 
-The new score of a candidate is ``score / best score + name weight × name match + definitions
-weight × definitions`` (a linear ranker, :data:`FEATURES`); the candidates are then sorted again.
-The weights are learned by pooled cross-validation (``benches/cv.py``, benches/RESULTS.md
-"Cross-validation"), not set by hand.
+* **what the file is and what the question's form asks for** (:mod:`fastrag.retrieval.evidence`):
+  the share of the question's words that name the file or its folder (``cookie storage`` →
+  ``cookies.py``); whether the file is a test, an example or documentation; whether documentation
+  meets a question asked as a full sentence; and, for a query that is one identifier, whether the
+  chunk defines that very name.
+
+The new score of a candidate is ``score / best score + Σ weight × feature`` over
+:data:`FEATURES` (a linear ranker); the candidates are then sorted again. The weights are learned
+by pooled cross-validation (``benches/cv.py``, benches/RESULTS.md "Cross-validation"), not set by
+hand.
 
 **Re-cutting** (``focus`` > 0, off by default): each returned span is narrowed to the window of
 at most ``focus`` characters (whole lines where they fit) that holds the densest query evidence — the sum over
@@ -51,17 +57,30 @@ from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
 from fastrag.indexing.sources import Sources, display_path
+from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind, symbol_name
 from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
-#: its first-stage score / the list's best, the file-name match and the definitions the question
-#: names. (The BM25 score of the
-#: question's identifier variants was a third feature until pooled cross-validation showed it earned
-#: +0.004 recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The
-#: weights are learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled question
-#: sets, with 5-fold cross-validation by question) and writes them, with the data they were fitted
-#: on named beside them, to :data:`RANKER_FILE` in this package.
-FEATURES = ("first_stage", "file_name", "definitions")
+#: its first-stage score / the list's best, the file-name match, the definitions the question
+#: names, the share of the question's words that name the file's path, whether the file is a test,
+#: an example, documentation, documentation for a question asked as a sentence, and whether the
+#: chunk defines the name a one-identifier query asks for. (The BM25 score of the question's
+#: identifier variants was a feature until pooled cross-validation showed it earned +0.004
+#: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
+#: learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled vLLM question sets
+#: and benchmark repositories, cross-validated by question and by repository) and writes them,
+#: with the data they were fitted on named beside them, to :data:`RANKER_FILE` in this package.
+FEATURES = (
+    "first_stage",
+    "file_name",
+    "definitions",
+    "path_words",
+    "test_file",
+    "example_file",
+    "doc_file",
+    "doc_question",
+    "symbol_definition",
+)
 RANKER_FILE = "ranker.json"
 
 
@@ -77,12 +96,8 @@ def load_weights() -> dict[str, float]:
 
 
 _WEIGHTS = load_weights()
-#: Weight of a file-name match (× the name's idf / the index's largest idf), relative to the
-#: first-stage score's weight.
-NAME_WEIGHT = _WEIGHTS["file_name"] / _WEIGHTS["first_stage"]
-#: Weight of the definitions match (BM25 of the question against the names a chunk defines / that
-#: index's largest idf), relative to the first-stage score's weight.
-DEFINITIONS_WEIGHT = _WEIGHTS["definitions"] / _WEIGHTS["first_stage"]
+#: Weight of every feature after the first, relative to the first-stage score's weight.
+RELATIVE_WEIGHTS = tuple(_WEIGHTS[f] / _WEIGHTS["first_stage"] for f in FEATURES[1:])
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
@@ -127,25 +142,25 @@ class Precision:
         paths: Sequence[str],
         file_of: Sequence[int],
         definitions: Scorer | None = None,
-        name_weight: float = NAME_WEIGHT,
-        definitions_weight: float = DEFINITIONS_WEIGHT,
+        weights: Sequence[float] = RELATIVE_WEIGHTS,
     ) -> None:
         self.scorer = scorer
         self.paths = paths
         self.file_of = file_of
         self.definitions = definitions
-        self.name_weight = name_weight
-        self.definitions_weight = definitions_weight
+        self.set_weights(weights)
         self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
         self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs)) if definitions is not None else 1.0
         self._names: dict[int, tuple[frozenset[str], float]] = {}
+        self._kinds: dict[int, tuple[float, float, float]] = {}
+        self._path_words = PathWords(scorer.tokenize)
 
     def set_weights(self, relative: Sequence[float]) -> None:
         """Use other weights: those of :data:`FEATURES` after the first, relative to the first's
         (what ``benches/cv.py`` fits fold by fold)."""
         if len(relative) != len(FEATURES) - 1:
             raise ValueError(f"one weight per feature of {FEATURES[1:]} is needed, got {len(relative)}")
-        self.name_weight, self.definitions_weight = (float(w) for w in relative)
+        self.weights = tuple(float(w) for w in relative)
 
     def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """``ranked`` (chunk id, score; best first: BM25 scores or cosines) re-scored by the learned
@@ -153,24 +168,35 @@ class Precision:
         if not ranked or ranked[0][1] <= 0:
             return list(ranked)
         rows = self.features(query, ranked)
-        name_weight, definitions_weight = self.name_weight, self.definitions_weight
+        weights = self.weights
         rescored = [
-            (cid, first + name_weight * name + definitions_weight * defined)
-            for (cid, _), (first, name, defined) in zip(ranked, rows)
+            (cid, row[0] + sum(w * x for w, x in zip(weights, row[1:]) if x)) for (cid, _), row in zip(ranked, rows)
         ]
         rescored.sort(key=lambda item: (-item[1], item[0]))
         return rescored
 
-    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, float, float]]:
+    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, ...]]:
         """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
         if not ranked:
             return []
         best = ranked[0][1]
         terms = query.all_terms
         file_of = self.file_of
-        names = {f: self._match(f, terms) for f in {file_of[cid] for cid, _ in ranked}}
-        defined = self.defined(query, [cid for cid, _ in ranked])
-        return [(score / best, names[file_of[cid]], d) for (cid, score), d in zip(ranked, defined)]
+        files = {file_of[cid] for cid, _ in ranked}
+        names = {f: self._match(f, terms) for f in files}
+        words = self._path_words.words(query.text)
+        shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
+        kinds = {f: self._kind(f) for f in files}
+        ids = [cid for cid, _ in ranked]
+        defined = self.defined(query, ids)
+        symbol = self.defines_symbol(query, ids)
+        question = 1.0 if is_full_question(query.text) else 0.0
+        rows: list[tuple[float, ...]] = []
+        for (cid, score), d, sym in zip(ranked, defined, symbol):
+            f = file_of[cid]
+            test, example, prose = kinds[f]
+            rows.append((score / best, names[f], d, shares[f], test, example, prose, prose * question, sym))
+        return rows
 
     def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
         """How strongly each chunk defines what the question names: the BM25 score of the question
@@ -181,6 +207,27 @@ class Precision:
         text = " ".join((query.text, *query.variants))
         top = self._max_definition_idf
         return [score / top for score in self.definitions.score_docs(text, chunk_ids)]
+
+    def defines_symbol(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
+        """1.0 for each chunk that defines (or lies inside the definition of) the very name a
+        one-identifier query asks for (:func:`~fastrag.retrieval.evidence.is_symbol_query`), else 0.0.
+
+        The definitions index keeps identifiers whole, so a positive score of the name alone
+        means the chunk defines that name, not one that merely contains its parts.
+        """
+        if self.definitions is None or not is_symbol_query(query.text):
+            return [0.0] * len(chunk_ids)
+        scores = self.definitions.score_docs(symbol_name(query.text), chunk_ids)
+        return [1.0 if score > 0 else 0.0 for score in scores]
+
+    def _kind(self, file_index: int) -> tuple[float, float, float]:
+        """Whether the file is a test, an example, documentation (1.0 or 0.0 each), cached per file."""
+        cached = self._kinds.get(file_index)
+        if cached is None:
+            kind = path_kind(self.paths[file_index])
+            cached = (float(kind.test), float(kind.example), float(kind.prose))
+            self._kinds[file_index] = cached
+        return cached
 
     def name_match(self, chunk_id: int, terms: frozenset[str]) -> float:
         """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the

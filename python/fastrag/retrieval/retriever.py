@@ -16,6 +16,7 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
+from fastrag.retrieval.evidence import is_full_question
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
@@ -57,6 +58,12 @@ VECTOR_WEIGHT = 0.25
 #: guessing (nonsense queries top out near 0.31), and equal-weight fusion of weak vector
 #: lists cost 0.17 code R@1 on the public set.
 VECTOR_GATE = 0.6
+#: Each further span of a file counts this much less than the one before it among the results of a
+#: query that is not asked as a full question (a few keywords, an identifier: it asks where things
+#: are, and several files answer it better than one file's many spans); a full question asks for the
+#: passage that answers it, often the second or third span of the best file. Selected out of fold
+#: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md).
+SPREAD = 0.7
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
 #: on, since in every mode it raised recall on both public sets at some k and lowered it at none
 #: (benches/RESULTS.md, "Ablation").
@@ -87,6 +94,9 @@ class Retriever:
         self.rrf_c = RRF_C
         #: Weight of the lexical margin in the order of the first fused results (:func:`order_head`).
         self.margin_weight = MARGIN_WEIGHT
+        #: How much each further span of a file already ranked counts, for a query that is not asked
+        #: as a full question (:func:`spread_files`); 1.0 leaves the order alone.
+        self.spread = SPREAD
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -136,14 +146,16 @@ class Retriever:
             depth = max(depth, PRECISION_DEPTH)
         lexical = self.lexical.search_many(clean, depth, allowed) if mode != "vector" else None
         places = self.heading_hits(clean, k, allowed)
-        vector = self._vector_search(clean, depth, allowed) if mode != "lexical" and self.index.has_vectors else None
+        vector = (
+            self._vector_lists(clean, depth, mode, allowed) if mode != "lexical" and self.index.has_vectors else None
+        )
         results: list[list[Hit]] = []
         for i, query in enumerate(clean):
             if not query:
                 results.append([])
                 continue
             lex = lexical[i] if lexical is not None else None
-            vec = vector[i] if vector is not None else None
+            vec = vector.get(i) if vector is not None else None
             weak = vec is not None and lex is not None and (not vec or vec[0][1] < self.vector_gate)
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
@@ -161,6 +173,8 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
+            if self.spread < 1.0 and not is_full_question(query):
+                ranked = spread_files(ranked, chunks.file, self.spread)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -220,6 +234,20 @@ class Retriever:
             [(h.file_path, h.start, h.end) for h in hits], query, bm25, self._texts, self.focus, tokenize_lines
         )
         return [Hit(path, lo, hi, h.score) for (path, lo, hi), h in zip(spans, hits)]
+
+    def _vector_lists(
+        self, queries: list[str], depth: int, mode: str, allowed: bytes | None = None
+    ) -> dict[int, list[tuple[int, float]]]:
+        """The vector candidates of each query that gets them, by position: in vector mode every query;
+        in hybrid mode those asked as full questions. A few keywords or an identifier ask where code is,
+        and the vectors, which cover the documentation's chunks, would only fuse pages back in (on the
+        benchmark repositories they cost 0.003 NDCG@10 and an embedding per query; vLLM's questions,
+        all full questions, are unchanged; benches/RESULTS.md)."""
+        chosen = [i for i, q in enumerate(queries) if q and (mode == "vector" or is_full_question(q))]
+        if not chosen:
+            return {}
+        found = self._vector_search([queries[i] for i in chosen], depth, allowed)
+        return dict(zip(chosen, found))
 
     def _vector_search(
         self, queries: list[str], depth: int, allowed: bytes | None = None
@@ -353,6 +381,19 @@ def nested_first(ranked: list[tuple[int, float]], chunks: ChunkTable) -> list[tu
         out.append(item)
         if m in follower:
             out.append(ranked[follower[m]])
+    return out
+
+
+def spread_files(ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float) -> list[tuple[int, float]]:
+    """``ranked`` (chunk id, score; best first, scores positive) with the score of each chunk multiplied by
+    ``decay`` once for every better chunk of its file, and sorted again (stable: ties keep their order)."""
+    seen: dict[int, int] = {}
+    out: list[tuple[int, float]] = []
+    for cid, score in ranked:
+        n = seen.get(file_of[cid], 0)
+        seen[file_of[cid]] = n + 1
+        out.append((cid, score * decay**n))
+    out.sort(key=lambda item: -item[1])
     return out
 
 

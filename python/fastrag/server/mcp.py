@@ -341,8 +341,9 @@ def create_server(tools: Tools) -> Any:
         Args: query: a question or identifiers (e.g. "how are LoRA adapters loaded at runtime").
         k: hits to return, 1..10. mode: hybrid (default; lexical when the index has no vectors),
         lexical or vector. path: only files matching any of these globs, relative to the repository
-        (docs/**, *.rs, src/**/*.py). lang: only files of one language (python, markdown, rst, cpp, c,
-        cuda, rust, go, java, kotlin, javascript, typescript, shell, toml, yaml, json) or a suffix (py).
+        (docs/**, *.rs, src/**/*.py). lang: only files of one language (python, markdown, rst, text, cpp,
+        c, cuda, rust, go, java, kotlin, javascript, typescript, shell, csharp, php, ruby, swift, scala,
+        elixir, haskell, lua, zig, dart, toml, yaml, json, ...) or a suffix (py).
         """
         return _tool_call(lambda: tools.search(query, k, mode, path, lang))
 

@@ -10,8 +10,9 @@ they can run in worker processes.
   :mod:`fastrag.indexing.chunking.python`);
 * ``.md`` / ``.markdown`` / ``.rst``: :func:`chunk_markdown` (heading tree, see
   :mod:`fastrag.indexing.chunking.markdown`);
-* C, C++/CUDA, Rust, Go, Java, JavaScript/TypeScript, shell (the suffixes with a tree-sitter grammar
-  in :mod:`fastrag.indexing.languages`): :func:`chunk_syntax` (syntax tree, see
+* C, C++/CUDA, Rust, Go, Java/Kotlin, JavaScript/TypeScript, shell, C#, PHP, Ruby, Swift, Scala,
+  Elixir, Haskell, Lua, Zig, Dart (the suffixes with a tree-sitter grammar in
+  :mod:`fastrag.indexing.languages`): :func:`chunk_syntax` (syntax tree, see
   :mod:`fastrag.indexing.chunking.syntax`);
 * anything else: :func:`chunk_plain` (paragraphs, lines, words, slices).
 """

@@ -1,4 +1,5 @@
-"""Syntax-aware chunker for C, C++ and CUDA, Rust, Go, Java, Kotlin, JavaScript/TypeScript and shell:
+"""Syntax-aware chunker for every language with a tree-sitter grammar (C, C++ and CUDA, Rust, Go, Java,
+Kotlin, JavaScript/TypeScript, shell, C#, PHP, Ruby, Swift, Scala, Elixir, Haskell, Lua, Zig, Dart):
 tree-sitter nodes packed up to the target size, the way the Python chunker packs ``ast`` statements.
 
 * The top-level nodes are pieces. Comments and attributes (``#[derive]``, ``[[nodiscard]]``,
@@ -9,13 +10,17 @@ tree-sitter nodes packed up to the target size, the way the Python chunker packs
 * A node larger than the target is split along its body: the children between its braces
   (a function's statements, a class's members, an ``impl`` block's functions, a namespace's
   declarations), else, for a node without braces (``#ifdef`` blocks, shell ``if``, a long
-  argument list), its children below its first line. A wrapper (``template <...>``, ``export``,
+  argument list), its children below its first line; a grammar's *block* kinds hold the bodies
+  that have neither (Elixir's ``do ... end``, Haskell's ``where`` declarations), and at the top
+  level stand for their children. Comments on lines of their own between a header and its body
+  (Ruby's, Lua's) go with the body. A wrapper (``template <...>``, ``export``,
   a declaration holding a lambda or a struct) is looked through to the node it wraps. Its
   header, up to the first child, is the first piece; the closing brace goes with the last.
   Recursively, as in :mod:`fastrag.indexing.chunking.python`.
 * The headers of the enclosing *scopes* (functions, classes, structs, ``impl`` blocks,
   namespaces: :data:`fastrag.indexing.chunking.grammars.GRAMMARS`), whitespace collapsed, go
-  into ``context`` of every chunk that does not contain them.
+  into ``context`` of every chunk that does not contain them. A body that follows its signature
+  as a sibling (Dart's ``function_body``) is split with it, the signature as its header.
 * A node with nothing to split along (a long statement, a ``ERROR`` node where the parser
   gave up) is split as plain text: paragraphs, lines, words, fixed slices. A file whose
   boundaries do not come out increasing, or nested beyond the recursion limit, is chunked as
@@ -33,7 +38,7 @@ from itertools import pairwise
 
 from tree_sitter import Node
 
-from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, parser
+from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, Grammar, parser
 from fastrag.indexing.chunking.packer import (
     PARAGRAPHS,
     SIGNATURE_LIMIT,
@@ -73,15 +78,18 @@ def _is_comment(node: Node) -> bool:
     return "comment" in node.type
 
 
-def _items(kids: list[Node]) -> list[_Item]:
-    """Group sibling nodes into items (see the module docstring)."""
+def _items(kids: list[Node], continuations: frozenset[str] = frozenset()) -> list[_Item]:
+    """Group sibling nodes into items (see the module docstring); a node of a kind in ``continuations``
+    (Dart's function body after its signature) is the main node of the item before it."""
     items: list[_Item] = []
     pending: list[Node] = []
     for kid in kids:
         if kid.start_byte == kid.end_byte:
             continue  # a node the parser made up (a missing ``;``): nothing to cover
         trailing = not kid.is_named or _is_comment(kid)
-        if trailing and items and not pending and kid.start_point.row == items[-1].last.end_point.row:
+        if kid.type in continuations and items and not pending:
+            items[-1].last = items[-1].main = kid
+        elif trailing and items and not pending and kid.start_point.row == items[-1].last.end_point.row:
             items[-1].last = kid
         elif _is_comment(kid) or kid.type in LEADING:
             pending.append(kid)
@@ -98,10 +106,10 @@ def _items(kids: list[Node]) -> list[_Item]:
 class _SyntaxPacker(Packer):
     """Packer that splits oversized nodes along their bodies."""
 
-    def __init__(self, text: str, target: int, data: bytes, scopes: frozenset[str]) -> None:
+    def __init__(self, text: str, target: int, data: bytes, grammar: Grammar) -> None:
         """Prepare chunking ``text``, whose UTF-8 encoding the parser read as ``data``."""
         super().__init__(text, target)
-        self.scopes = scopes
+        self.grammar = grammar
         # byte offset of every non-ASCII character, and the extra bytes up to and including it
         self._wide: list[int] = []
         self._extra: list[int] = []
@@ -122,6 +130,9 @@ class _SyntaxPacker(Packer):
     def gap(self, prev_end: int, cur_start: int) -> int:
         """Boundary between consecutive items: the line start after ``prev_end`` if ``cur_start``
         is on a later line, else ``cur_start``."""
+        text = self.text
+        while prev_end > 0 and text[prev_end - 1] in _SPACES:  # a node that ends with the next
+            prev_end -= 1  # line's indentation (Scala's indented definitions)
         ls = self.line_starts
         i = bisect_left(ls, prev_end)
         after = ls[i] if i < len(ls) else self.n
@@ -140,28 +151,39 @@ class _SyntaxPacker(Packer):
             for a, b, item in zip(bounds, bounds[1:], items)
         ]
 
+    def items(self, kids: list[Node]) -> list[_Item]:
+        """The items of sibling nodes ``kids``, each block node among them (Haskell's ``declarations``)
+        replaced by its children."""
+        blocks = self.grammar.blocks
+        if blocks:
+            kids = [inner for kid in kids for inner in (kid.children if kid.type in blocks else (kid,))]
+        return _items(kids, self.grammar.continuations)
+
     def module_pieces(self, root: Node) -> list[Piece]:
         """Pieces of the top-level nodes covering the whole file."""
-        items = _items(root.children)
+        items = self.items(root.children)
         if not items:
             return [(0, self.n, "", "", PARAGRAPHS)]
         return self.pieces(items, 0, self.n, "")
 
     def body(self, node: Node) -> tuple[list[Node], bool]:
         """The children ``node`` is split along, and whether it (or a node it wraps) is a scope."""
-        scope = node.type in self.scopes
+        grammar = self.grammar
+        scope = grammar.is_scope(node)
         outer = node
         for _ in range(_DEPTH):
             if node.type == "ERROR":
                 return [], scope
             body = node.child_by_field_name("body")
+            if body is None and grammar.blocks:
+                body = next((kid for kid in node.named_children if kid.type in grammar.blocks), None)
             if body is not None and body.child_count:
-                return _inside(body), scope
+                return _leading_comments(node, body) + _inside(body, grammar.blocks), scope
             if any(kid.type == "{" for kid in node.children):
-                return _inside(node), scope
+                return _inside(node, grammar.blocks), scope
             braced = [kid for kid in node.children if kid.child_count and kid.children[0].type == "{"]
             if braced:
-                return _inside(max(braced, key=_size)), scope
+                return _inside(max(braced, key=_size), grammar.blocks), scope
             named = node.named_children
             if not named:
                 return [], scope
@@ -169,7 +191,7 @@ class _SyntaxPacker(Packer):
             if 2 * _size(biggest) <= _size(node):
                 break
             node = biggest
-            scope = scope or node.type in self.scopes
+            scope = scope or grammar.is_scope(node)
         row = outer.start_point.row if node is outer else node.start_point.row
         return [kid for kid in node.children if kid.start_point.row > row], scope
 
@@ -188,13 +210,17 @@ class _SyntaxPacker(Packer):
         if not isinstance(node, Node):
             return super().split_node(piece)
         kids, scope = self.body(node)
-        items = _items(kids)
+        items = self.items(kids)
         if not items:
             return self.split_text((start, end, ctx, ctx, PARAGRAPHS))
         header_end = self.header_end(start, self.char(items[0].first.start_byte))
         inner = ctx
+        head = node
+        if node.type in self.grammar.continuations and node.prev_named_sibling is not None:
+            head = node.prev_named_sibling  # the signature a continuation follows
+            scope = scope or self.grammar.is_scope(head)
         if scope:
-            signature = " ".join(self.text[self.char(node.start_byte) : header_end].split())
+            signature = " ".join(self.text[self.char(head.start_byte) : header_end].split())
             signature = signature.removesuffix("{").rstrip()[:SIGNATURE_LIMIT]
             inner = f"{ctx}\n{signature}" if ctx and signature else ctx or signature
         try:
@@ -211,14 +237,30 @@ def _size(node: Node) -> int:
     return node.end_byte - node.start_byte
 
 
-def _inside(node: Node) -> list[Node]:
+def _leading_comments(node: Node, body: Node) -> list[Node]:
+    """The comments of ``node`` on lines of their own before its ``body`` child (Ruby's and Lua's
+    comments above a class's or function's first statement): they go with the body, not the header."""
+    return [
+        kid
+        for kid in node.children
+        if (_is_comment(kid) or kid.type in LEADING)
+        and kid.end_byte <= body.start_byte
+        and kid.prev_sibling is not None
+        and kid.prev_sibling.end_point.row < kid.start_point.row
+    ]
+
+
+def _inside(node: Node, blocks: frozenset[str] = frozenset()) -> list[Node]:
     """Children of a braced node between its ``{`` and its last ``}``; a single named child that
-    holds the statements (Go's ``statement_list``) is looked through."""
+    holds the statements (Go's ``statement_list``, a grammar's ``blocks``: Swift's ``statements``)
+    is looked through."""
     kids = node.children
+    if node.type in blocks:  # its opening keyword (Elixir's ``do``) stays with the header
+        kids = kids[next((i for i, kid in enumerate(kids) if kid.is_named), len(kids)) :]
     opening = next((i for i, kid in enumerate(kids) if kid.type == "{"), -1)
     closing = next((i for i in range(len(kids) - 1, opening, -1) if kids[i].type == "}"), len(kids))
     inner = kids[opening + 1 : closing]
-    if len(inner) == 1 and inner[0].child_count > 1 and inner[0].type.endswith("_list"):
+    if len(inner) == 1 and inner[0].child_count > 1 and (inner[0].type.endswith("_list") or inner[0].type in blocks):
         return inner[0].children
     return inner
 
@@ -232,7 +274,7 @@ def chunk_syntax(grammar: str, text: str, max_chunk_size: int, target_size: int 
     data = valid.encode("utf-8")
     try:
         tree = parser(grammar).parse(data)
-        packer = _SyntaxPacker(text, target, data, GRAMMARS[grammar].scopes)
+        packer = _SyntaxPacker(text, target, data, GRAMMARS[grammar])
         packer.pack(packer.module_pieces(tree.root_node))
     except (_Unsupported, RecursionError):
         return chunk_plain(text, max_chunk_size, target)

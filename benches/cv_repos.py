@@ -1,0 +1,354 @@
+"""The ranker fitted on vLLM questions and benchmark repositories pooled, cross-validated by repository.
+
+Usage: ``python benches/cv_repos.py [--index_dir data/processed] [--folds 5] [--reuse-index]
+[--write-weights] [--no-write]`` (``make cv``).
+
+Two sources of questions train the precision stage's linear ranker
+(:data:`fastrag.retrieval.precision.FEATURES`):
+
+* the vLLM public and dev question sets (``benches/cv.py``: candidates of the vLLM index, a
+  candidate positive when it finds a ground-truth span by the grading rule), in folds by question;
+* the xrepo benchmark's repositories (``benches/xrepo_run.py``: each indexed with the shipped
+  defaults; a candidate positive when it covers one of its task's targets by the benchmark's rule),
+  in folds **by repository**: no repository has tasks on both sides of a fold.
+
+Fold ``f`` holds out the vLLM questions of fold ``f`` and the repositories of fold ``f`` together;
+the weights are fitted on the rest, both sources weighing alike in the loss whatever their sizes.
+*Out of fold* figures rank every question with weights that never saw it (nor, for a repository,
+any task of its repository); *in sample* ones with weights fitted on all; *shipped* ones with the
+package's ``ranker.json``. A repository's figure is NDCG@10 by the benchmark's rule, vLLM's is
+recall@k; the candidates are BM25's, ranked through the retriever's own post-processing (nested
+spans, duplicates, heading lines), as in ``benches/cv.py``. *Default mode* columns are the
+retriever's own search in its default mode (fusion with vectors included) with the weights of the
+fold that holds the question out.
+
+``--write-weights`` writes the weights fitted on everything to the package's ``ranker.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
+from cv import (
+    L2,
+    SEED,
+    STEPS,
+    K,
+    Question,
+    collect,
+    fit,
+    folds_of,
+    found_share,
+    kind_rows,
+    recall,
+)
+from xrepo_run import INDEX_ROOT, TREES, XREPO, _LineTable, build_indexes, run_fastrag, unpack_trees
+from xrepo_score import Repo, Span, Task, load_repos, load_tasks, ndcg_at_10, summarize
+
+from fastrag.evaluation.recall import RECALL_KS
+from fastrag.indexing.sources import Sources
+from fastrag.retrieval import precision
+from fastrag.retrieval.evidence import is_full_question
+from fastrag.retrieval.query import analyse
+from fastrag.retrieval.retriever import Hit, Retriever, clean_query, distinct, nested_first, spread_files
+
+SECTION = "## Cross-validation by repository"
+
+
+@dataclass(slots=True)
+class RepoTask:
+    """One benchmark task's candidates (chunk ids, features, whether each covers a target) and the task."""
+
+    task: Task
+    ids: list[int]
+    features: np.ndarray
+    label: np.ndarray
+
+
+class RepoIndex:
+    """One benchmark repository's index and how its results become the benchmark's spans."""
+
+    def __init__(self, index_dir: Path, tree: Path) -> None:
+        self.retriever = Retriever.open(index_dir, models_dir=ROOT / "data/models")
+        self.locate = Sources.of(self.retriever.index.manifest).locate
+        self.tree = tree.resolve()
+        self.table = _LineTable()
+
+    def spans(self, hits: Sequence[Hit]) -> list[Span]:
+        """``hits`` as paths in the repository with 1-based inclusive lines."""
+        out = []
+        for hit in hits:
+            path = self.locate(hit.file_path).resolve()
+            out.append(Span(path.relative_to(self.tree).as_posix(), *self.table.lines(path, hit.start, hit.end)))
+        return out
+
+
+def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: int = precision.DEPTH) -> list[RepoTask]:
+    """Candidates (``depth`` BM25 ones) and features of every task whose repository has an index."""
+    out: list[RepoTask] = []
+    for name, index in indexes.items():
+        mine = [t for t in tasks if t.repo == name]
+        retriever = index.retriever
+        texts = [clean_query(t.query) for t in mine]
+        for task, text, ranked in zip(mine, texts, retriever.lexical.search_many(texts, depth)):
+            rows = retriever.precision.features(analyse(text, retriever.index.bm25), ranked)
+            ids = [cid for cid, _ in ranked]
+            spans = index.spans([Hit(*retriever.index.chunks.span(cid), 0.0) for cid in ids])
+            label = np.array([ndcg_at_10([s], task) > 0 for s in spans], dtype=np.float64)
+            features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
+            out.append(RepoTask(task, ids, features, label))
+    return out
+
+
+def repo_ndcg(item: RepoTask, weights: np.ndarray, index: RepoIndex) -> float:
+    """NDCG@10 of a task ranked by ``weights`` through the retriever's own post-processing."""
+    if not item.ids:
+        return 0.0
+    chunks = index.retriever.index.chunks
+    scores = item.features @ weights
+    order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
+    ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
+    retriever = index.retriever
+    if retriever.spread < 1.0 and not is_full_question(item.task.query):
+        ranked = spread_files(ranked, chunks.file, retriever.spread)
+    hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
+    return ndcg_at_10(index.spans(hits), item.task)
+
+
+@dataclass(slots=True)
+class Pooled:
+    """Both sources of questions with their folds: vLLM by question, repositories by repository."""
+
+    questions: list[Question]
+    tasks: list[RepoTask]
+    question_fold: np.ndarray
+    task_fold: np.ndarray
+    repo_fold: dict[str, int]
+
+    def training(self, fold: int | None) -> tuple[list[Question | RepoTask], list[float]]:
+        """The questions outside ``fold`` (all for ``None``) and their loss shares: each source half."""
+        qs = [q for q, g in zip(self.questions, self.question_fold) if g != fold]
+        ts = [t for t, g in zip(self.tasks, self.task_fold) if g != fold]
+        shares = [0.5 / max(1, len(qs))] * len(qs) + [0.5 / max(1, len(ts))] * len(ts)
+        return [*qs, *ts], shares
+
+    def fitted(self, fold: int | None) -> np.ndarray:
+        """Weights fitted on everything outside ``fold``."""
+        chosen, shares = self.training(fold)
+        return fit(chosen, np.ones(len(precision.FEATURES)), shares)
+
+
+def repo_folds(names: Sequence[str], folds: int) -> dict[str, int]:
+    """The fold of each repository: a fixed random permutation dealt round-robin."""
+    fold = folds_of(len(names), folds)
+    return {name: int(f) for name, f in zip(names, fold)}
+
+
+def scores(
+    pooled: Pooled, vllm: Retriever, indexes: dict[str, RepoIndex], pick: Callable[[int], np.ndarray]
+) -> tuple[list[dict[int, float]], list[float]]:
+    """Recall of every vLLM question and NDCG@10 of every task, each ranked with ``pick(its fold)``."""
+    per_fold = {f: pick(f) for f in {*pooled.question_fold.tolist(), *pooled.task_fold.tolist()}}
+    recalls = [recall(q, per_fold[int(g)], vllm) for q, g in zip(pooled.questions, pooled.question_fold)]
+    ndcgs = [repo_ndcg(t, per_fold[int(g)], indexes[t.task.repo]) for t, g in zip(pooled.tasks, pooled.task_fold)]
+    return recalls, ndcgs
+
+
+def searched(
+    pooled: Pooled, vllm: Retriever, indexes: dict[str, RepoIndex], folds: int, repos: Sequence[Repo], index_root: Path
+) -> tuple[list[dict[int, float]], list[float]]:
+    """The retriever's own default-mode search, each question with the weights of its held-out fold."""
+    recalls: list[dict[int, float]] = [{} for _ in pooled.questions]
+    ndcg: dict[tuple[str, str], float] = {}
+    saved = vllm.precision.weights
+    for f in range(folds):
+        w = pooled.fitted(f)
+        relative = list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1)
+        rows = [i for i, g in enumerate(pooled.question_fold) if g == f]
+        vllm.precision.set_weights(relative)
+        for i, hits in zip(rows, vllm.search_many([pooled.questions[i].text for i in rows], K)):
+            recalls[i] = {k: found_share(pooled.questions[i].truth, hits[:k]) for k in RECALL_KS}
+        held = [r for r in repos if r.name in indexes and pooled.repo_fold[r.name] == f]
+
+        def search(
+            retriever: Retriever, queries: Sequence[str], k: int, relative: list[float] = relative
+        ) -> list[list[Hit]]:
+            retriever.precision.set_weights(relative)
+            return retriever.search_many(queries, k)
+
+        for result in run_fastrag(held, index_root, search=search):
+            ndcg[(result.task.repo, result.task.query)] = result.ndcg
+    vllm.precision.set_weights(saved)
+    return recalls, [ndcg[(t.task.repo, t.task.query)] for t in pooled.tasks]
+
+
+#: The spreads :func:`spread_grid` chooses among (1.0: no spreading).
+SPREADS = (1.0, 0.7, 0.5, 0.3)
+
+
+def spread_grid(pooled: Pooled, indexes: dict[str, RepoIndex], folds: int) -> tuple[str, float]:
+    """The spread (:data:`fastrag.retrieval.retriever.SPREAD`) chosen fold by fold on the training
+    repositories' NDCG@10 (vLLM's questions are asked as full questions, which it leaves alone), and
+    the held-out repositories scored with the choice: a Markdown line, and the choice on everything."""
+    per: dict[float, list[float]] = {}
+    saved = {name: index.retriever.spread for name, index in indexes.items()}
+    weights = {f: pooled.fitted(f) for f in range(folds)}
+    for value in SPREADS:
+        for index in indexes.values():
+            index.retriever.spread = value
+        per[value] = [
+            repo_ndcg(t, weights[int(g)], indexes[t.task.repo]) for t, g in zip(pooled.tasks, pooled.task_fold)
+        ]
+    for name, index in indexes.items():
+        index.retriever.spread = saved[name]
+
+    def repo_mean(values: Sequence[float], rows: Sequence[int]) -> float:
+        by_repo: dict[str, list[float]] = {}
+        for i in rows:
+            by_repo.setdefault(pooled.tasks[i].task.repo, []).append(values[i])
+        return float(np.mean([np.mean(v) for v in by_repo.values()])) if by_repo else 0.0
+
+    held: list[float] = [0.0] * len(pooled.tasks)
+    chosen = []
+    for f in range(folds):
+        train = [i for i, g in enumerate(pooled.task_fold) if g != f]
+        best = max(SPREADS, key=lambda v: (repo_mean(per[v], train), -abs(v - 0.5)))
+        chosen.append(best)
+        for i, g in enumerate(pooled.task_fold):
+            if g == f:
+                held[i] = per[best][i]
+    everything = max(SPREADS, key=lambda v: (repo_mean(per[v], range(len(pooled.tasks))), -abs(v - 0.5)))
+    cells = ", ".join(f"{v}: {repo_mean(per[v], range(len(pooled.tasks))):.3f}" for v in SPREADS)
+    line = (
+        f"Spread of a file's further spans for queries not asked as full questions, mean NDCG@10 over the"
+        f" repositories ({cells}); chosen per fold on the training repositories: {chosen}, held-out"
+        f" repositories scored with the choice: {repo_mean(held, range(len(pooled.tasks))):.3f};"
+        f" on everything: {everything}."
+    )
+    return line, everything
+
+
+def vllm_rows(questions: list[Question], columns: dict[str, list[dict[int, float]]]) -> str:
+    """Markdown rows of recall@1/3/5/10: each vLLM set, then pooled docs and code."""
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(q.dataset, []).append(i)
+    for kind in ("docs", "code"):
+        groups[f"pooled {kind}"] = kind_rows(questions, kind)
+    lines = ["| vLLM questions | n | " + " | ".join(f"{c} R@1/3/5/10" for c in columns) + " |"]
+    lines.append("|" + "---|" * (2 + len(columns)))
+    for name, rows in groups.items():
+        cells = [
+            "/".join(f"{np.mean([per[i][k] for i in rows]):.3f}".lstrip("0") for k in RECALL_KS)
+            for per in columns.values()
+        ]
+        lines.append(f"| {name} | {len(rows)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def repo_rows(tasks: list[RepoTask], columns: dict[str, list[float]]) -> str:
+    """Markdown rows of mean NDCG@10: headline (mean over repositories), each language, each category."""
+    from xrepo_score import TaskResult
+
+    summaries = {
+        c: summarize([TaskResult(t.task, v, (), ()) for t, v in zip(tasks, per)]) for c, per in columns.items()
+    }
+    first = next(iter(summaries.values()))
+    lines = ["| repositories | " + " | ".join(f"{c} NDCG@10" for c in columns) + " |"]
+    lines.append("|" + "---|" * (1 + len(columns)))
+    lines.append(
+        f"| **mean of {len(first.repos)} repositories** | "
+        + " | ".join(f"**{s.mean:.3f}**" for s in summaries.values())
+        + " |"
+    )
+    for lang in first.languages:
+        lines.append(f"| {lang} | " + " | ".join(f"{s.languages[lang]:.3f}" for s in summaries.values()) + " |")
+    for cat in first.categories:
+        lines.append(
+            f"| category: {cat} | " + " | ".join(f"{s.categories[cat]:.3f}" for s in summaries.values()) + " |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index_dir", type=Path, default=ROOT / "data/processed")
+    parser.add_argument("--datasets", type=Path, default=ROOT / "data/datasets/AnsweredQuestions")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--reuse-index", action="store_true", help="keep the repositories' indexes built by this build")
+    parser.add_argument("--write-weights", action="store_true", help="write the weights fitted on everything")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    datasets = sorted(args.datasets.glob("*.json"))
+    if not datasets or args.folds < 2:
+        sys.exit(f"cv_repos: no question sets in {args.datasets}" if not datasets else "cv_repos: --folds must be >= 2")
+    vllm = Retriever.open(args.index_dir)
+    questions = collect(vllm, datasets)
+    repos = load_repos(XREPO)
+    trees = unpack_trees(repos)
+    builds = build_indexes(repos, trees, reuse=args.reuse_index)
+    indexes = {
+        r.name: RepoIndex(builds[r.name].index_dir, TREES / r.name)
+        for r in repos
+        if builds[r.name].error is None and (builds[r.name].index_dir / "CURRENT").is_file()
+    }
+    tasks = collect_repos(load_tasks(XREPO, repos), indexes)
+    fold_of = repo_folds([r.name for r in repos], args.folds)
+    pooled = Pooled(
+        questions,
+        tasks,
+        folds_of(len(questions), args.folds),
+        np.array([fold_of[t.task.repo] for t in tasks], dtype=np.int64),
+        fold_of,
+    )
+    everything = pooled.fitted(None)
+    shipped_w = np.array([precision.load_weights()[f] for f in precision.FEATURES])
+    columns = {
+        "shipped": scores(pooled, vllm, indexes, lambda f: shipped_w),
+        "in sample": scores(pooled, vllm, indexes, lambda f: everything),
+        "out of fold": scores(pooled, vllm, indexes, pooled.fitted),
+    }
+    columns["default mode, out of fold"] = searched(pooled, vllm, indexes, args.folds, repos, INDEX_ROOT)
+    grid_line, _ = spread_grid(pooled, indexes, args.folds)
+    relative = everything / everything[0]
+    body = (
+        f"{SECTION}\n\n{machine()}\n\n"
+        f"`python benches/cv_repos.py`: {len(questions)} vLLM questions ({', '.join(p.name for p in datasets)}) in "
+        f"{args.folds} folds by question, pooled with {len(tasks)} tasks of {len(indexes)} benchmark repositories "
+        f"(`../shared/xrepo`) in {args.folds} folds by repository (seed {SEED}); each source half of the loss. "
+        f"Weights fitted on everything, relative to the first-stage score: "
+        f"{', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative))}.\n\n"
+        f"{repo_rows(tasks, {c: v[1] for c, v in columns.items()})}\n\n"
+        f"{vllm_rows(questions, {c: v[0] for c, v in columns.items()})}\n\n"
+        f"{grid_line}\n"
+    )
+    print(body)
+    if args.write_weights:
+        target = Path(precision.__file__).with_name(precision.RANKER_FILE)
+        record = {
+            "features": list(precision.FEATURES),
+            "weights": [round(float(w), 4) for w in relative],
+            "fitted_on": [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"],
+            "questions": len(questions) + len(tasks),
+            "objective": f"listwise softmax cross-entropy, each source half, L2 {L2}, Adam {STEPS} steps; "
+            "benches/cv_repos.py",
+            "fitted": time.strftime("%Y-%m-%d"),
+        }
+        write_text_atomic(target, json.dumps(record, indent=2) + "\n")
+        print(f"wrote {target}")
+    if not args.no_write:
+        replace_section(RESULTS, SECTION, body)
+    print(f"cv_repos: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""What a candidate's file and the question's form say, beyond the words they share.
+
+A code repository is not a bag of chunks: a file's path says what it is (a test, an example, a page
+of documentation) and what it is about (``cookies.py``, ``routing/``), and a question's form says
+what it wants (a bare ``HTTPAdapter`` wants its definition; a question asked as a full sentence
+with a question mark may want the page that explains it). These are features of the precision
+stage's linear ranker (:mod:`fastrag.retrieval.precision`); their weights are learned by
+cross-validation on vLLM questions pooled with the repositories of a code-search benchmark, folds
+by repository (``benches/cv.py``), never set by hand.
+
+* :func:`path_kind` — whether a path is a test, an example or documentation, by conventions
+  shared across languages (``tests/``, ``test_*.py``, ``*_test.go``, ``FooTest.java``,
+  ``foo.spec.ts``, ``examples/``; documentation is what the language table calls prose).
+* :class:`PathWords` — the share of the question's words that name the file or its folder:
+  ``cookie storage`` names ``cookies.py``, ``authentication`` names ``auth.py`` (a word and a path
+  part match when one is a prefix of the other and the shorter has at least
+  :data:`MIN_PREFIX` characters; both sides in the index's own stemmed tokens).
+* :func:`is_symbol_query` — a query that is one identifier (``HTTPAdapter``, ``model_post_init``,
+  ``Sinatra::Base``), and :func:`symbol_name` the name it asks for (its last qualified part).
+* :func:`is_full_question` — a question asked as a sentence ending in ``?``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fastrag.indexing.languages import BY_NAME
+
+__all__ = [
+    "MIN_PREFIX",
+    "PathKind",
+    "PathWords",
+    "is_full_question",
+    "is_symbol_query",
+    "path_kind",
+    "symbol_name",
+]
+
+#: Languages whose files are prose: documentation rather than code.
+PROSE_LANGUAGES = ("markdown", "rst", "text")
+_PROSE_SUFFIXES = frozenset(s for name in PROSE_LANGUAGES for s in BY_NAME[name].suffixes)
+
+#: Folders that hold tests, and file names of tests, across languages' conventions.
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|specs?|testing|testdata|test_?utils|fixtures)/", re.IGNORECASE)
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:test_[^/]*|[^/]*_(?:test|tests|spec)|[^/]*[a-z0-9](?:Tests?|Spec|Suite)|conftest)\.[A-Za-z0-9]+$"
+    r"|\.(?:test|spec)\.[A-Za-z0-9]+$"
+)
+#: Folders that hold examples and samples rather than the implementation.
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src)/", re.IGNORECASE)
+
+#: Shortest word that matches a longer path part (or the other way round) as its prefix.
+MIN_PREFIX = 4
+#: Query words too common to name a file.
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "the",
+        "this",
+        "to",
+        "use",
+        "used",
+        "using",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "work",
+        "works",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: One identifier, possibly qualified (``a.b``, ``A::B``, ``A\\B``, ``a->b``), that is not a plain
+#: lower-case word: it has an upper-case letter after its first character, an underscore, or
+#: starts with an upper-case letter.
+_SYMBOL = re.compile(
+    r"^(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*|[A-Z][A-Za-z0-9]*)$"
+)
+_QUALIFIER = re.compile(r"::|\\|->|\.")
+
+
+@dataclass(frozen=True, slots=True)
+class PathKind:
+    """What a file is, by its path: a test, an example, documentation (prose)."""
+
+    test: bool
+    example: bool
+    prose: bool
+
+
+def path_kind(path: str) -> PathKind:
+    """The :class:`PathKind` of ``path`` (``/``-separated, any prefix)."""
+    name = posixpath.basename(path)
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if dot > 0 else ""
+    test = _TEST_DIR.search(path) is not None or _TEST_FILE.search(path) is not None
+    return PathKind(test=test, example=_EXAMPLE_DIR.search(path) is not None, prose=suffix in _PROSE_SUFFIXES)
+
+
+def is_symbol_query(text: str) -> bool:
+    """Whether ``text`` is a single identifier, as a symbol lookup is typed."""
+    return _SYMBOL.match(text.strip()) is not None
+
+
+def symbol_name(text: str) -> str:
+    """The name a symbol query asks for: its last qualified part (``Sinatra::Base`` → ``Base``)."""
+    return _QUALIFIER.split(text.strip())[-1]
+
+
+def is_full_question(text: str) -> bool:
+    """Whether ``text`` is asked as a sentence: several words, ending with a question mark."""
+    stripped = text.rstrip()
+    return stripped.endswith("?") and len(stripped.split()) >= 3
+
+
+class PathWords:
+    """The share of a question's words that name a file or its folder (see the module docstring).
+
+    ``tokenize`` is the index's tokenizer, so that a question's ``cookie`` and a file's
+    ``cookies`` meet as the same stem. A file's path terms are computed once per file.
+    """
+
+    def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
+        self.tokenize = tokenize
+        self._parts: dict[str, frozenset[str]] = {}
+
+    def words(self, text: str) -> frozenset[str]:
+        """The index terms of the question's content words (no stopwords, at least 3 letters)."""
+        kept = " ".join(w for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in _STOPWORDS)
+        return frozenset(self.tokenize(kept)) if kept else frozenset()
+
+    def parts(self, path: str) -> frozenset[str]:
+        """The index terms of a file's stem and of its folder's name."""
+        found = self._parts.get(path)
+        if found is None:
+            folder, name = posixpath.split(path)
+            stem = name.split(".", 1)[0]
+            found = frozenset(self.tokenize(f"{stem} {posixpath.basename(folder)}"))
+            self._parts[path] = found
+        return found
+
+    def share(self, words: frozenset[str], path: str) -> float:
+        """The share of ``words`` (:meth:`words`) that match a part of ``path``'s name."""
+        if not words:
+            return 0.0
+        parts = self.parts(path)
+        return sum(1 for w in words if _matches(w, parts)) / len(words)
+
+
+def _matches(word: str, parts: Sequence[str] | frozenset[str]) -> bool:
+    """Whether ``word`` equals a part, or one is a prefix of the other, the shorter long enough."""
+    if word in parts:
+        return True
+    for part in parts:
+        short, long = (word, part) if len(word) <= len(part) else (part, word)
+        if len(short) >= MIN_PREFIX and long.startswith(short):
+            return True
+    return False
