@@ -158,7 +158,7 @@ def test_healthz_shows_no_absolute_path(project: Path) -> None:
 
 
 def test_index_counts_the_files_it_reads_and_shows_walking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_repo(tmp_path / "repo", {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(70)} | {"notes.bin": "x"})
+    write_repo(tmp_path / "repo", {f"pkg/m{i}.py": f"X{i} = {i}\n" for i in range(70)} | {".hidden": "x"})
     result = run_cli("index", "--repo_path", "repo", cwd=tmp_path)
     assert result.code == 0, result.err
     assert "fastrag: 70 files under repo, 70 to read" in result.err
@@ -167,4 +167,4 @@ def test_index_counts_the_files_it_reads_and_shows_walking(tmp_path: Path, monke
     assert again.code == 0 and "to read" not in again.err, again.err
     seen: list[None] = []
     entries, _ = corpus.walk(tmp_path / "repo", on_file=lambda: seen.append(None))
-    assert len(entries) == 70 and len(seen) == 71  # every name seen is counted, indexable or not
+    assert len(entries) == 70 and len(seen) == 71  # every name seen is counted, a hidden one too
