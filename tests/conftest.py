@@ -7,6 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +93,17 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> CliResult:
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 15, terminate: bool = True) -> None:
+    """End a server started by a test: SIGTERM (unless it is ending by itself), then SIGKILL after ``timeout`` s."""
+    if terminate:
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def write_repo(root: Path, files: dict[str, str] = SAMPLE_FILES) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from conftest import write_repo
+from conftest import stop_process, write_repo
 from fastrag.indexing.builder import build_index
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -76,12 +76,7 @@ def running_server(root: Path, *flags: str) -> Iterator[str]:
             pytest.fail(f"the server did not start: stdout {line!r}, stderr {err[-2000:]!r}")
         yield "http://127.0.0.1:" + line.rsplit(":", 1)[1]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
     assert proc.returncode in (0, -15), proc.returncode
 
 

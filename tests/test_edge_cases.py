@@ -167,6 +167,8 @@ CASES: dict[str, Case] = {
     "serve empty host": case(2, "serve", "--host", " "),
     "serve host that cannot be bound": case(1, "serve", "--host", "256.1.1.1", "--port", "0"),
     "serve empty token": case(2, "serve", "--host", "0.0.0.0", "--token", " "),
+    "serve bare token": case(2, "serve", "--host", "0.0.0.0", "--token"),
+    "serve boolean token": case(2, "serve", "--host", "0.0.0.0", "--token", "false"),
     "serve empty allowed host": case(2, "serve", "--host", "0.0.0.0", "--allowed_host", "box.lan",
                                      "--allowed_host", ""),
     # mcp: refused before the server reads stdin or listens
@@ -174,6 +176,10 @@ CASES: dict[str, Case] = {
     **{f"mcp --port {p}": case(2, "mcp", "--transport", "http", "--port", p) for p in ["-1", "65536", "abc"]},
     "mcp empty host": case(2, "mcp", "--transport", "http", "--host", " "),
     "mcp host that cannot be bound": case(1, "mcp", "--transport", "http", "--host", "256.1.1.1", "--port", "0"),
+    "mcp bare token": case(2, "mcp", "--transport", "http", "--host", "0.0.0.0", "--token"),
+    "mcp empty token": case(2, "mcp", "--transport", "http", "--host", "0.0.0.0", "--token="),
+    "mcp token on stdio": case(2, "mcp", "--token", "s3cret"),
+    "mcp empty allowed host": case(2, "mcp", "--transport", "http", "--host", "0.0.0.0", "--allowed_host", ""),
     # no such command
     "unknown command": case(2, "reindex"),
 }

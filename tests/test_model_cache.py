@@ -22,7 +22,6 @@ from fastrag.answering.model_files import (
     IR_FILES,
     IR_STAMP_FILE,
     SMOLLM2_IR_NAME,
-    STALE_STAGING_S,
     ModelSpec,
     choose_model,
     compiled_cache_dir,
@@ -32,6 +31,7 @@ from fastrag.answering.model_files import (
     staging_dir,
 )
 from fastrag.answering.prompt import messages
+from fastrag.config import STALE_STAGING_S
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 

@@ -312,8 +312,8 @@ def change(repo):
 if stage == "walk":
     walk = index.walk
 
-    def changing_walk(root, *args):
-        found = walk(root, *args)
+    def changing_walk(root, *args, **kwargs):
+        found = walk(root, *args, **kwargs)
         change(root)
         return found
 

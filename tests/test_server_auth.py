@@ -109,7 +109,9 @@ def test_repeated_allowed_host_flags_are_all_kept() -> None:
 def test_off_loopback_every_endpoint_wants_the_token(project: Path, method: str, path: str, kwargs: Any) -> None:
     guarded = client(project, BIND, BIND, token=TOKEN)
     origin = {"origin": f"http://{BIND}:5000"}
-    for headers in (origin, {**origin, **bearer("wrong")}, {**origin, "authorization": TOKEN}):
+    bare, empty = {"authorization": "Bearer"}, {"authorization": "Bearer  "}
+    for headers in (origin, {**origin, **bearer("wrong")}, {**origin, "authorization": TOKEN}, {**origin, **bare},
+                    {**origin, **empty}):  # fmt: skip
         response = guarded.request(method, path, headers=headers, **kwargs)
         assert_error(response, 401, "bearer token")
         assert response.headers["www-authenticate"].startswith("Bearer")

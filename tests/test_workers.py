@@ -168,7 +168,8 @@ def test_ctrl_c_stops_the_indexer_and_its_workers_with_one_line(project: tuple[P
         indexer.cleanup()
     assert code == 130, (code, indexer.err[-1000:])
     lines = [line for line in re.split(r"[\r\n]", indexer.err) if line.strip() and not PROGRESS.search(line)]
-    assert lines == ["fastrag: interrupted"], indexer.err[-2000:]
+    assert lines[1:] == ["fastrag: interrupted"], indexer.err[-2000:]
+    assert re.fullmatch(r"fastrag: \d+ files under repo, \d+ to read", lines[0]), lines  # said before the work
     after = run_cli("search", "lora adapter", cwd=cwd)
     assert after.code == 0 and after.out == before
 

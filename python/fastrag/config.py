@@ -49,5 +49,9 @@ TABLE_WINDOW_SIZE = 400
 HEADING_BODY_SIZE = 400
 #: Where model folders (embedder, LLM exports, OpenVINO caches) live.
 DEFAULT_MODELS_DIR = Path("data/models")
+#: A staging folder or temporary file older than this is a leftover of a process that died while
+#: writing it (a conversion or a compile takes seconds, an export minutes, an index publication
+#: seconds), and is removed by the next run even while another process may be writing beside it.
+STALE_STAGING_S = 6 * 3600
 #: Folder of OpenVINO's compiled-model caches inside a models folder.
 OV_CACHE_DIR_NAME = ".ov-cache"

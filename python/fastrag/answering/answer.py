@@ -48,8 +48,8 @@ from fastrag.config import (
     DEFAULT_MODELS_DIR,
 )
 from fastrag.errors import UserError
-from fastrag.evaluation.datasets import load_search_results, output_path, write_results
-from fastrag.indexing.storage import write_json_atomic
+from fastrag.evaluation.datasets import check_replaceable, load_search_results, output_path, write_results
+from fastrag.indexing.storage import ensure_writable, write_json_atomic
 from fastrag.schemas import MinimalAnswer, MinimalSearchResults, MinimalSource, StudentSearchResultsAndAnswer
 
 if TYPE_CHECKING:
@@ -261,6 +261,8 @@ def answer(
     save_directory = answers_folder(index_dir) if save_directory is None else save_directory
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
+    check_replaceable(save_directory / answer_file(question), StudentSearchResultsAndAnswer)
+    ensure_writable(save_directory, "save directory")  # before the model loads, not after it answered
     spans: list[MinimalSource] = []
     reader = SpanReader()
     if k > 0:
@@ -386,7 +388,7 @@ def answer_dataset(
     """
     started = time.perf_counter()
     results = load_search_results(results_path)
-    target = output_path(results_path, save_directory)
+    target = output_path(results_path, save_directory, StudentSearchResultsAndAnswer)
     _check_sources(results.search_results, results_path)
     partial = partial_path(target)
     similarity = block_similarity()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastrag.config import DEFAULT_MODELS_DIR, OV_CACHE_DIR_NAME
+from fastrag.config import DEFAULT_MODELS_DIR, OV_CACHE_DIR_NAME, STALE_STAGING_S
 from fastrag.errors import UserError
 
 #: The product's model.
@@ -228,14 +228,9 @@ def ir_matches(ir_dir: Path, gguf: Path) -> bool:
         return False
 
 
-#: A staging folder of a model folder older than this is a leftover of a process that died while
-#: writing it (a conversion or a compile takes seconds; an export minutes), and is removed.
-STALE_STAGING_S = 6 * 3600
-
-
 def staging_dir(target: Path) -> Path:
     """A new hidden temporary folder beside ``target`` (``.NAME.xxxx``), to be renamed into place once
-    complete. Leftovers of ``target``'s earlier staging older than :data:`STALE_STAGING_S` (a process
+    complete. Leftovers of ``target``'s earlier staging older than :data:`~fastrag.config.STALE_STAGING_S` (a process
     killed mid-write: an IR copy or a compiled cache is ~135 MB) are removed first; younger ones may
     belong to a process writing now and are left alone. ``OSError`` when the folder cannot be made."""
     target.parent.mkdir(parents=True, exist_ok=True)

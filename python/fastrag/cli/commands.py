@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
 from fastrag.cli.argv import Help, parse
-from fastrag.cli.flags import REPEATED_SEP, fire_error, globs, raw_text, repo_names, status, target_size
+from fastrag.cli.flags import fire_error, globs, host_names, raw_text, repo_names, status, target_size
 from fastrag.cli.help import command_help, overview
 from fastrag.cli.shards import index_shards
 from fastrag.cli.signatures import commands, example
@@ -221,7 +221,7 @@ class Commands:
             dataset_path: the AnsweredQuestions dataset.
             show_missed: also list the questions not fully found in the top 10, each missed span with its cause.
         """
-        from fastrag.evaluation.datasets import ground_truth, load_dataset, load_search_results
+        from fastrag.evaluation.datasets import check_results, ground_truth, load_dataset, load_search_results
         from fastrag.evaluation.recall import MISS_K, evaluate, miss_cause
 
         listed = bool_arg("show_missed", show_missed)
@@ -229,6 +229,7 @@ class Commands:
         dataset_file = path_arg("dataset_path", dataset_path)
         results = load_search_results(results_file)
         truth = ground_truth(load_dataset(dataset_file), dataset_file)
+        check_results(results, truth, results_file)
         report = evaluate(results.search_results, truth)
         print(f"{dataset_file.name}: {report.questions} questions, {report.answered} with results, k={results.k}")
         print("  ".join(f"recall@{k}: {v:.3f}" for k, v in report.recall.items()))
@@ -418,15 +419,10 @@ class Commands:
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
-        secret = None if token is None else text_arg("--token", token).strip()
-        hosts = () if allowed_host is None else tuple(
-            h.strip() for h in text_arg("--allowed_host", allowed_host).split(REPEATED_SEP)
-        )  # fmt: skip
-        if not all(hosts):
-            raise UsageError(f"--allowed_host has an empty name: {allowed_host!r}")
+        hosts = host_names(allowed_host)
         from fastrag.server import serve  # FastAPI is imported by this command only
 
-        serve(address, number, folder, name, token=secret, allowed_hosts=hosts)
+        serve(address, number, folder, name, token=token, allowed_hosts=hosts)  # the token checked there
 
     @example("mcp --transport http --port 8765")
     def mcp(
@@ -437,6 +433,8 @@ class Commands:
         port: int = 8765,
         index_dir: Path = DEFAULT_INDEX_DIR,
         model: str | None = None,
+        token: str | None = None,
+        allowed_host: str | None = None,
     ) -> None:
         """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
 
@@ -450,15 +448,19 @@ class Commands:
             index_dir: where the index lives.
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported, else the packaged SmolLM2; index_status names it).
+            token: with http, the bearer token (as for serve: default $FASTRAG_TOKEN, else one generated and
+                printed on stderr when the host is not loopback).
+            allowed_host: with http, a Host name the server answers to (repeatable; as for serve).
         """
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()
         number = int_arg("port", port, 0, 65535)
         folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
+        hosts = host_names(allowed_host)
         from fastrag.server.mcp import run  # the MCP SDK is imported by this command only
 
-        run(chosen, address, number, folder, name)
+        run(chosen, address, number, folder, name, token=token, allowed_hosts=hosts)
 
 
 def main(argv: list[str] | None = None) -> int:

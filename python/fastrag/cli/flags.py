@@ -49,6 +49,17 @@ def globs(value: Any) -> Any:
     return value
 
 
+def host_names(value: Any) -> tuple[str, ...]:
+    """``--allowed_host`` as host names: absent, or one or more (the flag repeated); a bare flag or an
+    empty name is an error."""
+    if value is None:
+        return ()
+    hosts = tuple(h.strip() for h in str(value).split(REPEATED_SEP))
+    if isinstance(value, bool) or not all(hosts):
+        raise UsageError(f"--allowed_host has an empty name: {value!r}")
+    return hosts
+
+
 def target_size(max_chunk_size: int) -> int:
     from fastrag.config import CHUNK_TARGET_SIZE
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-import tempfile
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from fastrag.config import MAX_K
 from fastrag.errors import UserError
-from fastrag.indexing.storage import write_bytes_atomic
+from fastrag.indexing.catalog import CATALOG_FILE
+from fastrag.indexing.corpus import read_text
+from fastrag.indexing.generations import CURRENT_FILE
+from fastrag.indexing.storage import ensure_writable, write_bytes_atomic
 from fastrag.schemas import (
     AnsweredQuestion,
     RagDataset,
@@ -74,29 +79,89 @@ def load_search_results(path: Path) -> StudentSearchResults:
     return _validate(StudentSearchResults, read_json(path, "search results file"), path, "search results file")
 
 
+def check_results(results: StudentSearchResults, truth: Sequence[AnsweredQuestion], path: Path) -> None:
+    """Refuse (:class:`UserError`, naming the first problem) a results file that does not fit the dataset
+    ``truth``: a declared ``k`` outside 1..10 or below a question's number of sources, a repeated or unknown
+    ``question_id``, a span with a negative, reversed or past-the-end offset (the end checked against
+    the file when it can be read from here)."""
+    if not 1 <= results.k <= MAX_K:
+        raise UserError(f"{path} declares k={results.k}: a results file has 1 to {MAX_K} sources per question")
+    known = {q.question_id for q in truth}
+    seen: set[str] = set()
+    lengths: dict[str, int | None] = {}
+    for result in results.search_results:
+        qid = result.question_id
+        if qid in seen:
+            raise UserError(f"{path} repeats question_id {qid!r}")
+        if qid not in known:
+            raise UserError(f"{path} has question_id {qid!r}, which is not in the dataset")
+        seen.add(qid)
+        if len(result.retrieved_sources) > results.k:
+            raise UserError(f"{path}: question {qid!r} has {len(result.retrieved_sources)} sources, "
+                            f"more than the declared k={results.k}")  # fmt: skip
+        for source in result.retrieved_sources:
+            first, last = source.first_character_index, source.last_character_index
+            if first < 0 or last < first:
+                raise UserError(f"{path}: question {qid!r} has the span {source.file_path}:{first}-{last}, "
+                                "whose offsets are negative or reversed")  # fmt: skip
+            if source.file_path not in lengths:
+                try:
+                    lengths[source.file_path] = len(read_text(Path(source.file_path)))
+                except OSError:
+                    lengths[source.file_path] = None
+            size = lengths[source.file_path]
+            if size is not None and last > size:
+                raise UserError(f"{path}: question {qid!r} has the span {source.file_path}:{first}-{last}, "
+                                f"past the end of the file ({size} characters)")  # fmt: skip
+
+
 def load_answers(path: Path) -> StudentSearchResultsAndAnswer:
     """Load an ``answer_dataset`` (or ``answer``) output file."""
     return _validate(StudentSearchResultsAndAnswer, read_json(path, "answers file"), path, "answers file")
 
 
-def output_path(input_path: Path, save_directory: Path) -> Path:
+def output_path(
+    input_path: Path, save_directory: Path, kind: type[StudentSearchResults] = StudentSearchResults
+) -> Path:
     """Where a results file for ``input_path`` goes: same base name, in ``save_directory``.
 
     Refuses a directory that is a file, one the user may not write to (found out now, before the
-    work, by creating and removing a file there), and an output that would overwrite the input.
+    work, by writing a file there), an index folder, and an output that would replace anything but a
+    results file of type ``kind`` (:func:`check_replaceable`): the input, a dataset, any other file.
     """
     if save_directory.exists() and not save_directory.is_dir():
         raise UserError(f"save directory {save_directory} is a file, not a directory")
     target = save_directory / input_path.name
     if target.exists() and target.resolve() == input_path.resolve():
         raise UserError(f"refusing to overwrite the input file {input_path}")
-    try:
-        save_directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=save_directory):
-            pass
-    except OSError as exc:
-        raise UserError(f"cannot write to save directory {save_directory}: {exc.strerror or exc}") from exc
+    check_replaceable(target, kind)
+    ensure_writable(save_directory, "save directory")
     return target
+
+
+def check_replaceable(target: Path, kind: type[StudentSearchResults]) -> None:
+    """Refuse (:class:`UserError`) to write ``target`` inside an index folder, or over an existing file
+    that is not a results file of type ``kind`` (one fastrag wrote): a dataset, an index file, anything else."""
+    folder = Path(os.path.abspath(target.parent))
+    for place in (folder, *folder.parents):
+        if (place / CURRENT_FILE).is_file() or (place / CATALOG_FILE).is_file():
+            raise UserError(
+                f"refusing to write {target} inside the index folder {place}: choose another save directory"
+            )
+    if not (target.exists() or target.is_symlink()):
+        return
+    if target.is_symlink() or not target.is_file():
+        raise UserError(f"refusing to overwrite {target}: not a results file")
+    try:
+        raw = json.loads(target.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        raw = None
+    if isinstance(raw, dict) and "rag_questions" in raw:
+        raise UserError(f"refusing to overwrite the dataset {target}: choose another save directory")
+    try:
+        kind.model_validate(raw)
+    except ValidationError:
+        raise UserError(f"refusing to overwrite {target}: not a {kind.__name__} file written by fastrag") from None
 
 
 def write_results(target: Path, results: StudentSearchResults | StudentSearchResultsAndAnswer) -> None:

@@ -19,8 +19,8 @@ shard is missing in one batched stage between them (:mod:`fastrag.indexing.distr
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -47,13 +47,19 @@ from fastrag.indexing.corpus import (
 )
 from fastrag.indexing.generations import (
     CHUNKS_BM25,
+    CHUNKS_TABLE,
     DEFINITIONS_BM25,
+    FILES_TABLE,
     FORMAT_VERSION,
     HEADINGS_BM25,
     HEADINGS_TABLE,
+    clean_leftovers,
     current_generation,
     index_lock,
     publish,
+    seal_manifest,
+    verified_json,
+    verify_generation,
 )
 from fastrag.indexing.ignores import IGNORED_BY
 from fastrag.indexing.records import (
@@ -67,7 +73,7 @@ from fastrag.indexing.records import (
     IndexReport,
 )
 from fastrag.indexing.sources import display_path
-from fastrag.indexing.storage import write_json_atomic
+from fastrag.indexing.storage import ensure_writable, write_json_atomic
 from fastrag.indexing.texts import indexed_texts
 from fastrag.indexing.workers import worker_pool
 
@@ -159,12 +165,14 @@ def plan_index(
         raise UserError(f"repository path {repo_path} {what}")
     if index_dir.exists() and not index_dir.is_dir():
         raise UserError(f"index directory {index_dir} is not a directory")
+    ensure_writable(index_dir, "index directory")  # a read-only or full disk fails before any work
+    clean_leftovers(index_dir)
     root = display_root if display_root is not None else display_prefix(repo_path)
-    entries, skipped = walk(repo_path, ignore)
+    entries, skipped = _walk(repo_path, ignore, progress)
     if not entries:
         raise UserError(f"no indexable files under {repo_path}{_why(skipped)}")
 
-    previous = _load_previous(index_dir, params, root)
+    previous = _load_previous(index_dir, params, root, progress)
     records: dict[str, FileRecord] = {}
     to_chunk: list[FileEntry] = []
     for entry in entries:
@@ -173,6 +181,8 @@ def plan_index(
             records[entry.rel_path] = old
         else:
             to_chunk.append(entry)
+    if progress and len(to_chunk) >= POOL_THRESHOLD:  # worth a line when it is worth a wait
+        print(f"fastrag: {len(entries)} files under {repo_path}, {len(to_chunk)} to read", file=sys.stderr)
     chunked = 0
     for n, (entry, outcome) in enumerate(_chunk_files(repo_path, to_chunk, params, progress, workers)):
         if n == 0:
@@ -419,14 +429,14 @@ def _write_generation(
         "start": [c.start for r in records for c in r.chunks],
         "end": [c.end for r in records for c in r.chunks],
     }
-    write_json_atomic(staging / "chunks.json", table)
+    write_json_atomic(staging / CHUNKS_TABLE, table)
     heading_table = {
         "file": [i for i, r in enumerate(records) for _ in r.headings],
         "start": [c.start for r in records for c in r.headings],
         "end": [c.end for r in records for c in r.headings],
     }
     write_json_atomic(staging / HEADINGS_TABLE, heading_table)
-    write_json_atomic(staging / "files.json", {r.rel_path: r.to_json() for r in records})
+    write_json_atomic(staging / FILES_TABLE, {r.rel_path: r.to_json() for r in records})
     manifest = {
         "format_version": FORMAT_VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -438,23 +448,34 @@ def _write_generation(
         "vectors": len(vectors) if vectors is not None else 0,
         "embed_model": embed_model,
     }
-    write_json_atomic(staging / "manifest.json", manifest, indent=2)
+    seal_manifest(staging, manifest)
 
 
-def _load_previous(index_dir: Path, params: IndexParams, root: str) -> dict[str, FileRecord]:
-    """The file cache of the live generation, if it was built compatibly; else empty."""
-    gen = current_generation(index_dir)
-    if gen is None:
-        return {}
+def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bool) -> dict[str, FileRecord]:
+    """The file cache of the live generation, if it was built compatibly and is intact; else empty
+    (a damaged generation is rebuilt whole, and said so when ``progress``)."""
     try:
-        manifest = json.loads((gen / "manifest.json").read_text())
-        if (
-            manifest.get("format_version") != FORMAT_VERSION
-            or manifest.get("params") != params.as_dict()
-            or manifest.get("display_root") != root
-        ):
+        gen = current_generation(index_dir)
+        if gen is None:
             return {}
-        raw = json.loads((gen / "files.json").read_text())
+        manifest = verify_generation(gen)
+        if manifest.get("params") != params.as_dict() or manifest.get("display_root") != root:
+            return {}
+        raw = verified_json(gen, manifest, FILES_TABLE)
         return {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
-    except (OSError, ValueError, TypeError, KeyError):
+    except UserError as exc:
+        if progress and "older format" not in str(exc):
+            print(f"fastrag: rebuilding the whole index, the live one cannot be reused ({exc})", file=sys.stderr)
         return {}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def _walk(repo_path: Path, ignore: bool, progress: bool) -> tuple[list[FileEntry], list[Skipped]]:
+    """:func:`~fastrag.indexing.corpus.walk` with a count of the files seen on stderr (a large tree
+    takes a while before the first file is read)."""
+    bar = tqdm(desc="walking", unit="file", disable=not progress, delay=1.0, mininterval=0.5, leave=False)
+    try:
+        return walk(repo_path, ignore, on_file=bar.update)
+    finally:
+        bar.close()

@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +71,9 @@ class Skipped:
     reason: str
 
 
-def walk(root: Path, ignore: bool = True) -> tuple[list[FileEntry], list[Skipped]]:
+def walk(
+    root: Path, ignore: bool = True, on_file: Callable[[], object] | None = None
+) -> tuple[list[FileEntry], list[Skipped]]:
     """List the candidate regular files under ``root``, sorted by relative path.
 
     Symbolic links are not followed (no loops, nothing outside the tree); hidden and build
@@ -80,7 +83,8 @@ def walk(root: Path, ignore: bool = True) -> tuple[list[FileEntry], list[Skipped
     symbolic links, special files (FIFOs, sockets, devices), files unreadable to ``lstat`` or too
     large to be source, directories that cannot be listed, and ignore patterns that cannot be
     applied, are reported as skipped. No file is opened but ignore files: whether a candidate is
-    text is for :func:`text_of` to tell.
+    text is for :func:`text_of` to tell. ``on_file`` is called once per file name seen (progress
+    over a large tree).
     """
     entries: list[FileEntry] = []
     skipped: list[Skipped] = []
@@ -106,6 +110,8 @@ def walk(root: Path, ignore: bool = True) -> tuple[list[FileEntry], list[Skipped
                 skipped.append(Skipped(f"{prefix}{name}/", why))
         dirnames[:] = kept
         for name in filenames:
+            if on_file is not None:
+                on_file()
             reason = kept_out(name)
             if reason == HIDDEN:
                 continue

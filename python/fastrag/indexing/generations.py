@@ -4,7 +4,7 @@ Layout under the index directory::
 
     CURRENT            name of the live generation (replaced atomically)
     gen-<id>/          one complete index, never modified once published
-        manifest.json  format version, parameters, counts
+        manifest.json  format version, parameters, counts, and a fingerprint of every other file
         chunks.json    the chunk table: display path per file, file/start/end per chunk
         files.json     per-file fingerprints and chunks, the cache of incremental indexing
         bm25.bin       the native BM25 index (magic, version, checksum)
@@ -16,8 +16,16 @@ Layout under the index directory::
 
 A new index is written into a staging folder, renamed to its generation name and published by
 replacing ``CURRENT``: a crash at any point leaves the previous generation live and intact,
-and a reader never sees a mix of two indexes. The previous generation is kept one round
-longer so that a reader that has just read ``CURRENT`` can still load it.
+and a reader never sees a mix of two indexes. The previous generation (the one ``CURRENT``
+named before) is kept one round longer so that a reader that has just read ``CURRENT`` can
+still load it; anything else (a generation a killed run renamed but never published, a staging
+folder, a temporary file) is removed by the next run (:func:`clean_leftovers`).
+
+Damage is never silent: the manifest carries its own SHA-256 and a fingerprint of every other
+file of its generation (:func:`seal_manifest`): the SHA-256 of a JSON table or vector file, the
+header of a file in the core's checksummed format (which holds the CRC32 of its payload, checked
+on load). Every read of an index file goes through :func:`read_manifest` and :func:`verify_file`,
+so a truncated, flipped or edited file is a one-line :class:`UserError`.
 
 This module is all the search path needs to load an index; building lives in
 :mod:`fastrag.indexing.builder`.
@@ -25,8 +33,10 @@ This module is all the search path needs to load an index; building lives in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -37,21 +47,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastrag import _core
+from fastrag.config import STALE_STAGING_S
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
-from fastrag.indexing.storage import fsync_dir, write_bytes_atomic
+from fastrag.indexing.storage import fsync_dir, write_bytes_atomic, write_json_atomic
 
 if TYPE_CHECKING:
     from fastrag.indexing.vectors import ShardedVectors, VectorIndex
 
 #: Bumped whenever the on-disk layout or the chunk/token rules change; older indexes rebuild.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 CURRENT_FILE = "CURRENT"
+MANIFEST_FILE = "manifest.json"
+CHUNKS_TABLE = "chunks.json"
+FILES_TABLE = "files.json"
 CHUNKS_BM25 = "bm25.bin"
 DEFINITIONS_BM25 = "definitions.bin"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 LOCK_FILE = ".lock"
+#: The name of a generation folder: ``gen-<time in ns, hex>-<pid>``.
+GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9]+")
+#: Manifest keys: every other file's fingerprint, and the manifest's own SHA-256 (of its other keys).
+CHECKSUMS_KEY = "checksums"
+SELF_CHECKSUM_KEY = "manifest_sha256"
+#: Files in the core's checksummed format start with this magic; their fingerprint is their header
+#: (magic, version, payload length, CRC32 of the payload: see ``rust/store.rs``).
+_CORE_MAGIC = b"FRBM25\0\x01"
+_CORE_HEADER_BYTES = 24
+#: What to do about an index that fails a check.
+REBUILD_HINT = "run `python -m fastrag index` to rebuild it"
 #: Serialises the first loads of vector indexes (:attr:`LoadedIndex.vectors`).
 _VECTORS_LOCK = threading.Lock()
 #: The manifest of shards loaded as one index (:func:`fastrag.indexing.catalog.merge_shards`) lists them
@@ -64,13 +89,15 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
     """Let ``write`` fill a fresh staging folder, then make it the live generation.
 
     Returns the generation's folder. On any failure the staging folder is removed and the
-    previous generation stays live.
+    previous generation stays live; a failed write (read-only or full disk) is a :class:`UserError`.
+    Afterwards only the new generation and the one ``CURRENT`` named before remain (:func:`_prune`).
     """
     with index_lock(index_dir):
+        previous = _live_name(index_dir)
         gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
         staging = index_dir / f".{gen_id}.tmp"
-        staging.mkdir()
         try:
+            staging.mkdir()
             write(staging)
             fsync_dir(staging)
             pause_point("staged")
@@ -79,66 +106,213 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
             pause_point("renamed")
             write_bytes_atomic(index_dir / CURRENT_FILE, gen_id.encode())
             fsync_dir(index_dir)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise UserError(f"cannot write the index in {index_dir}: {exc.strerror or exc}") from exc
             raise
-        _prune(index_dir, keep={gen_id, *_previous_ids(index_dir, gen_id)})
+        _prune(index_dir, keep={gen_id, *([previous] if previous else [])})
     return final
 
 
-def _previous_ids(index_dir: Path, newest: str) -> list[str]:
-    """The generation published just before ``newest`` (kept for readers mid-load)."""
-    gens = sorted(p.name for p in index_dir.glob("gen-*") if p.is_dir() and p.name != newest)
-    return gens[-1:]
+def _live_name(index_dir: Path) -> str | None:
+    """The generation ``CURRENT`` names, or ``None`` when there is none or it is damaged (never raises)."""
+    try:
+        gen = current_generation(index_dir)
+    except UserError:
+        return None
+    return gen.name if gen is not None else None
 
 
-def _prune(index_dir: Path, keep: set[str]) -> None:
-    """Remove generations other than ``keep`` and leftovers of interrupted runs.
+def _prune(index_dir: Path, keep: set[str], min_age_s: float = 0.0) -> None:
+    """Remove generations other than ``keep`` and leftovers of interrupted runs (staging folders,
+    temporary files) at least ``min_age_s`` old.
 
-    Runs under :func:`index_lock`, so no other writer's staging folder or temporary file is in
-    flight: every write into ``index_dir`` takes that lock.
+    :func:`publish` runs it under :func:`index_lock` (age 0): no other writer's staging folder or
+    temporary file is in flight, since every write into ``index_dir`` takes that lock.
     """
+    now = time.time()
     for path in index_dir.iterdir():
-        stale_gen = path.name.startswith("gen-") and path.is_dir() and path.name not in keep
+        stale_gen = GENERATION_NAME.fullmatch(path.name) is not None and path.is_dir() and path.name not in keep
         leftover = path.name.startswith(".") and path.name.endswith(".tmp")
-        if stale_gen or (leftover and path.is_dir()):
+        if not (stale_gen or leftover):
+            continue
+        try:
+            if min_age_s and now - path.lstat().st_mtime < min_age_s:
+                continue
+        except OSError:
+            continue
+        if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
-        elif leftover:
+        else:
             path.unlink(missing_ok=True)
 
 
+def clean_leftovers(index_dir: Path) -> None:
+    """Remove what killed runs left in ``index_dir``: generations renamed but never published (newer
+    than the live one), staging folders, temporary files; the live generation and the one published
+    before it stay.
+
+    When no other process holds :func:`index_lock`, every leftover goes; while one does (it may be
+    publishing now), only those older than :data:`~fastrag.config.STALE_STAGING_S` (the age rule of
+    the model folders' staging).
+    """
+    if not index_dir.is_dir():
+        return
+    live = _live_name(index_dir)
+    gens = sorted(p.name for p in index_dir.iterdir() if GENERATION_NAME.fullmatch(p.name) and p.is_dir())
+    # names sort by publication time; with no readable CURRENT nothing is known to be an orphan
+    keep = set(gens) if live is None else {live, *[g for g in gens if g < live][-1:]}
+    with index_lock(index_dir, wait=False) as held:
+        _prune(index_dir, keep, 0.0 if held else STALE_STAGING_S)
+
+
 @contextmanager
-def index_lock(index_dir: Path) -> Iterator[None]:
+def index_lock(index_dir: Path, *, wait: bool = True) -> Iterator[bool]:
     """Serialise every write into ``index_dir`` across processes (POSIX advisory lock): the
-    publications (:func:`publish`) and the embedding cache's saves.
+    publications (:func:`publish`) and the embedding cache's saves. Yields whether the lock is
+    held: always when ``wait``; otherwise ``False`` while another process holds it.
 
     Two indexers may run at once; each publishes a whole generation in turn, the last wins. A
     publication removes the temporary files of interrupted runs (:func:`_prune`), so a file
     written into ``index_dir`` outside this lock could lose its temporary file before its rename.
-    Not reentrant: a process that holds it must not take it again.
+    Not reentrant: a process that holds it must not take it again. A folder where the lock file
+    cannot be written (read-only, not a folder) is a :class:`UserError`.
     """
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with open(index_dir / LOCK_FILE, "a+b") as handle:
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(index_dir / LOCK_FILE, "a+b")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise UserError(f"cannot write to index directory {index_dir}: {exc.strerror or exc}") from exc
+    with handle:
         try:
             import fcntl
         except ImportError:  # not POSIX: no advisory locks
-            yield
+            yield True
             return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def current_generation(index_dir: Path) -> Path | None:
-    """The folder of the live generation, or ``None`` when there is none."""
+    """The folder of the live generation, or ``None`` when there is none.
+
+    A ``CURRENT`` that cannot be read, is not a generation's name, or names a folder that is gone is
+    a :class:`UserError` (the index is damaged), never taken for "no index".
+    """
+    pointer = index_dir / CURRENT_FILE
     try:
-        name = (index_dir / CURRENT_FILE).read_text().strip()
-    except OSError:
+        data = pointer.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        raise UserError(f"cannot read {pointer}: {exc.strerror or exc}") from exc
+    name = data.decode("utf-8", errors="replace").strip()
     path = index_dir / name
-    return path if name.startswith("gen-") and path.is_dir() else None
+    if not GENERATION_NAME.fullmatch(name) or not path.is_dir():
+        shown = name[:40]
+        raise UserError(f"the index in {index_dir} is damaged ({CURRENT_FILE} names no generation: {shown!r}): "
+                        f"{REBUILD_HINT}")  # fmt: skip
+    return path
+
+
+# --------------------------------------------------------------------------- checksums
+
+
+def file_fingerprint(path: Path) -> str:
+    """What the manifest records of a file: ``sha256:<hex>``, or for a file in the core's checksummed
+    format ``header:<hex>`` (its header holds the CRC32 the core checks on load: no second pass)."""
+    with open(path, "rb") as handle:
+        head = handle.read(_CORE_HEADER_BYTES)
+        if head.startswith(_CORE_MAGIC) and len(head) == _CORE_HEADER_BYTES:
+            return f"header:{head.hex()}"
+        digest = hashlib.sha256(head)
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _self_checksum(manifest: dict[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != SELF_CHECKSUM_KEY}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+def seal_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` into the generation ``folder`` with the fingerprint of every other file of
+    the folder and its own checksum (the last file a generation gets)."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != MANIFEST_FILE)
+    sealed = {**manifest, CHECKSUMS_KEY: {name: file_fingerprint(folder / name) for name in names}}
+    sealed[SELF_CHECKSUM_KEY] = _self_checksum(sealed)
+    write_json_atomic(folder / MANIFEST_FILE, sealed, indent=2)
+
+
+def _damaged(gen: Path, what: str) -> UserError:
+    return UserError(f"the index in {gen.parent} is damaged ({gen.name}/{what}): {REBUILD_HINT}")
+
+
+def read_manifest(gen: Path) -> dict[str, Any]:
+    """The manifest of generation ``gen``, checked against its own checksum; a :class:`UserError` when
+    it is unreadable, damaged or of another format version."""
+    try:
+        manifest = json.loads((gen / MANIFEST_FILE).read_bytes())
+    except OSError as exc:
+        raise _damaged(gen, f"{MANIFEST_FILE}: {exc.strerror or exc}") from exc
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8
+        raise _damaged(gen, f"{MANIFEST_FILE} is not JSON") from exc
+    if not isinstance(manifest, dict):
+        raise _damaged(gen, f"{MANIFEST_FILE} is not an object")
+    if manifest.get(SELF_CHECKSUM_KEY) != _self_checksum(manifest) or not isinstance(manifest.get(CHECKSUMS_KEY), dict):
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise UserError(f"the index in {gen.parent} has an older format: {REBUILD_HINT}")
+        raise _damaged(gen, f"{MANIFEST_FILE} fails its checksum")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise UserError(f"the index in {gen.parent} has an older format: {REBUILD_HINT}")
+    return manifest
+
+
+def verify_file(gen: Path, manifest: dict[str, Any], name: str) -> Path:
+    """The path of ``gen/name`` once its fingerprint matches the manifest's; else a :class:`UserError`."""
+    expected = manifest[CHECKSUMS_KEY].get(name)
+    if expected is None:
+        raise _damaged(gen, f"{name} is not in the manifest")
+    try:
+        found = file_fingerprint(gen / name)
+    except OSError as exc:
+        raise _damaged(gen, f"{name}: {exc.strerror or exc}") from exc
+    if found != expected:
+        raise _damaged(gen, f"{name} fails its checksum")
+    return gen / name
+
+
+def verify_generation(gen: Path) -> dict[str, Any]:
+    """The manifest of ``gen`` once every file it lists matches its fingerprint, a file in the core's
+    format loaded too (its payload's CRC32): what ``index`` checks before reusing a generation, so that
+    it rebuilds a damaged one; else a :class:`UserError`."""
+    manifest = read_manifest(gen)
+    for name, fingerprint in manifest[CHECKSUMS_KEY].items():
+        path = verify_file(gen, manifest, str(name))
+        if str(fingerprint).startswith("header:"):
+            try:
+                _core.Bm25Index.load(str(path))
+            except _core.IndexFormatError as exc:
+                raise _damaged(gen, " ".join(str(exc).split())) from exc
+    return manifest
+
+
+def verified_json(gen: Path, manifest: dict[str, Any], name: str) -> Any:
+    """The JSON table ``gen/name``, once checked against the manifest."""
+    path = verify_file(gen, manifest, name)
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise _damaged(gen, f"{name} is unreadable") from exc
 
 
 # --------------------------------------------------------------------------- loading
@@ -238,40 +412,40 @@ class LoadedIndex:
 
 
 def load_vectors(generation: Path, expected: int, chunks: int) -> VectorIndex:
-    """The vector index of ``generation``: ``expected`` vectors of chunk ids below ``chunks``; else a
-    :class:`UserError`."""
-    from fastrag.indexing.vectors import VectorIndex
+    """The vector index of ``generation``, its files checked against its manifest: ``expected`` vectors
+    of chunk ids below ``chunks``; else a :class:`UserError`."""
+    from fastrag.indexing.vectors import ARRAYS_FILE, USEARCH_FILE, VectorIndex
 
+    manifest = read_manifest(generation)
+    for name in (ARRAYS_FILE, USEARCH_FILE):
+        verify_file(generation, manifest, name)
     index = VectorIndex.load(generation)
     if len(index) != expected or (len(index) and int(index.chunk_ids.max()) >= chunks):
-        raise UserError(f"the vector index in {generation} does not match its chunk table: rebuild the index")
+        raise UserError(f"the vector index in {generation} does not match its chunk table: {REBUILD_HINT}")
     return index
 
 
 def load_index(index_dir: Path) -> LoadedIndex:
-    """Load the live generation of ``index_dir``; a clear :class:`UserError` when impossible."""
-    hint = "run `python -m fastrag index` to build it"
+    """Load the live generation of ``index_dir``, every file checked against its manifest; a clear
+    :class:`UserError` when impossible."""
     gen = current_generation(index_dir)
     if gen is None:
-        raise UserError(f"no index in {index_dir}: {hint}")
+        raise UserError(f"no index in {index_dir}: run `python -m fastrag index` to build it")
+    manifest = read_manifest(gen)
     try:
-        manifest = json.loads((gen / "manifest.json").read_text())
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise UserError(f"the index in {index_dir} has an older format: {hint} again")
-        raw = json.loads((gen / "chunks.json").read_text())
+        raw = verified_json(gen, manifest, CHUNKS_TABLE)
         table = ChunkTable(raw["paths"], raw["file"], raw["start"], raw["end"])
-        bm25 = _core.Bm25Index.load(str(gen / CHUNKS_BM25))
-        raw = json.loads((gen / HEADINGS_TABLE).read_text())
-        headings = HeadingTable(raw["file"], raw["start"], raw["end"], _core.Bm25Index.load(str(gen / HEADINGS_BM25)))
-        definitions = _core.Bm25Index.load(str(gen / DEFINITIONS_BM25))
-    except UserError:
-        raise
+        bm25 = _core.Bm25Index.load(str(verify_file(gen, manifest, CHUNKS_BM25)))
+        raw = verified_json(gen, manifest, HEADINGS_TABLE)
+        heading_bm25 = _core.Bm25Index.load(str(verify_file(gen, manifest, HEADINGS_BM25)))
+        headings = HeadingTable(raw["file"], raw["start"], raw["end"], heading_bm25)
+        definitions = _core.Bm25Index.load(str(verify_file(gen, manifest, DEFINITIONS_BM25)))
     except _core.IndexFormatError as exc:
-        raise UserError(f"the index in {index_dir} is damaged ({exc})") from exc
+        raise _damaged(gen, " ".join(str(exc).split())) from exc
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise UserError(f"the index in {index_dir} is unreadable ({exc}): {hint} again") from exc
+        raise _damaged(gen, f"unreadable: {' '.join(str(exc).split())}") from exc
     consistent = bm25.num_docs == definitions.num_docs == len(table) and len(table.file) == len(table.end) == len(table)
     consistent = consistent and headings.bm25.num_docs == len(headings) == len(headings.file) == len(headings.end)
     if not consistent or any(f >= len(table.paths) for f in headings.file):
-        raise UserError(f"the index in {index_dir} is inconsistent: {hint} again")
+        raise _damaged(gen, "its tables disagree")
     return LoadedIndex(gen, manifest, table, bm25, headings, definitions)

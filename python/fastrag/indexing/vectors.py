@@ -133,8 +133,9 @@ class VectorIndex:
                 ids = np.asarray(arrays["chunk_ids"], dtype=np.int64)
                 floats = np.asarray(arrays["floats"], dtype=np.float16)
             index = index_class.restore(str(path))
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, RuntimeError) as exc:
-            raise UserError(f"the vector index in {folder} is missing or damaged ({exc}): {hint}") from exc
+        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, RuntimeError) as exc:
+            why = " ".join(str(exc).split())
+            raise UserError(f"the vector index in {folder} is missing or damaged ({why}): {hint}") from exc
         if index is None:
             raise UserError(f"the vector index in {folder} is missing or damaged: {hint}")
         if (
@@ -304,22 +305,25 @@ class EmbeddingCache:
 
     @classmethod
     def load(cls, path: Path, model_id: str) -> EmbeddingCache:
-        """The cache at ``path`` if it was made by ``model_id``; an empty one otherwise (never fails)."""
+        """The cache at ``path`` if it was made by ``model_id`` and is intact (its digest matches); an
+        empty one otherwise: a damaged cache is dropped and its vectors embedded again (never fails)."""
         try:
             with np.load(path, allow_pickle=False) as arrays:
                 if str(arrays["model"]) != model_id:
                     return cls(model_id)
                 keys = np.asarray(arrays["keys"])
                 vectors = np.asarray(arrays["vectors"], dtype=np.float32)
+                digest = bytes(np.asarray(arrays["digest"], dtype=np.uint8))
             if (
                 keys.dtype != np.uint8
                 or keys.ndim != 2
                 or keys.shape[1] != KEY_BYTES
                 or vectors.shape != (len(keys), DIM)
+                or digest != _cache_digest(model_id, keys, vectors)
             ):
                 return cls(model_id)
             return cls(model_id, {k.tobytes(): v for k, v in zip(keys, vectors)})
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        except (OSError, EOFError, ValueError, TypeError, KeyError, zipfile.BadZipFile):
             return cls(model_id)
 
     def missing(self, keys: Iterable[bytes]) -> list[bytes]:
@@ -337,10 +341,22 @@ class EmbeddingCache:
         keys = list(dict.fromkeys(keep)) if keep is not None else list(self.entries)
         keys = [k for k in keys if k in self.entries]
         buffer = io.BytesIO()
+        key_array = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES)
+        vectors = self.vectors(keys)
+        digest = _cache_digest(self.model_id, key_array, vectors)
         np.savez(
             buffer,
             model=np.array(self.model_id),
-            keys=np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(len(keys), KEY_BYTES),
-            vectors=self.vectors(keys),
+            keys=key_array,
+            vectors=vectors,
+            digest=np.frombuffer(digest, dtype=np.uint8),
         )
         write_bytes_atomic(path, buffer.getvalue())
+
+
+def _cache_digest(model_id: str, keys: np.ndarray, vectors: np.ndarray) -> bytes:
+    """SHA-256 of a cache's model, keys and float32 vectors: any change to the file is noticed."""
+    digest = hashlib.sha256(model_id.encode())
+    digest.update(np.ascontiguousarray(keys, dtype=np.uint8).tobytes())
+    digest.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return digest.digest()

@@ -9,7 +9,8 @@ Globs are matched against the file's path relative to the indexed repository (``
 ``vllm/**/*.py``) and against the path as results show it (``data/raw/vllm-0.10.1/docs/**``):
 
 * ``**`` matches any run of characters, ``/`` included (``a/**/b`` also matches ``a/b``);
-* ``*`` and ``?`` match within one path segment; ``[...]`` is a character class;
+* ``*`` and ``?`` match within one path segment; ``[...]`` is a character class (an unclosed ``[``
+  is an error);
 * a glob without ``/`` matches the file name at any depth (``*.rs``); a glob ending in ``/``
   matches everything below that folder (``docs/`` is ``docs/**``).
 """
@@ -40,6 +41,7 @@ MASK_CACHE = 64
 @lru_cache(maxsize=1024)
 def glob_regex(glob: str) -> re.Pattern[str]:
     """The regular expression a glob stands for (see the module docstring)."""
+    given = glob
     if glob.endswith("/"):
         glob += "**"
     if "/" not in glob:
@@ -63,8 +65,10 @@ def glob_regex(glob: str) -> re.Pattern[str]:
         elif c == "[" and (close := glob.find("]", i + 2 if glob.startswith("[!", i) else i + 1)) > i:
             body = glob[i + 1 : close]
             body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            out.append("[" + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
             i = close + 1
+        elif c == "[":  # never closed: a typo, not a file name (a literal bracket is spelt [[])
+            raise UsageError(f"bad path glob {given!r}: a '[' is never closed (a literal '[' is '[[]')")
         else:
             out.append(re.escape(c))
             i += 1

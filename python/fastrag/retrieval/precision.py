@@ -56,7 +56,7 @@ from typing import Protocol
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
-from fastrag.indexing.generations import SHARDS_KEY, LoadedIndex
+from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
 from fastrag.indexing.sources import Sources, display_path
 from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind, symbol_name
 from fastrag.retrieval.query import Query
@@ -363,9 +363,9 @@ class FileTexts:
             self._digests = {}
             for folder, root in generations:
                 try:
-                    raw = json.loads((folder / "files.json").read_text())
+                    raw = verified_json(folder, read_manifest(folder), FILES_TABLE)
                     self._digests.update({display_path(root, rel): str(record[2]) for rel, record in raw.items()})
-                except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+                except (TypeError, KeyError, IndexError, AttributeError):  # damage: a UserError, above
                     continue
         return self._digests
 

@@ -11,19 +11,29 @@ bound to 127.0.0.1 unless told otherwise):
 
 The process reuses the HTTP server's parts: the live index is opened once and follows new generations
 (:class:`~fastrag.server.live.LiveIndex`), file texts are cached (:class:`~fastrag.server.texts.SourceTexts`)
-and one worker owns the model (:class:`~fastrag.server.answers.Answerer`). Arguments are checked by the
-command line's rules; a bad one is a tool error carrying the command line's one-line message, never a
-crash of the server.
+and one worker owns the model (:class:`~fastrag.server.answers.Answerer`). Arguments are strict (an
+unknown argument, a boolean for a number, a string for a list is refused) and then checked by the command
+line's rules; a bad one is a tool error carrying a one-line message, never a crash of the server.
+
+Every request gets a reply: text the client sent that UTF-8 cannot carry (a lone surrogate) is echoed
+with a replacement character, and a line that is not JSON-RPC gets a JSON-RPC error. Over HTTP the
+server is guarded as ``serve`` is (:class:`~fastrag.server.safety.Guard`, :func:`~fastrag.server.auth.access_for`):
+loopback names only on a loopback bind; elsewhere a bearer token, the allowed ``Host`` names, and no
+foreign ``Origin`` on a write.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Literal, TypeVar
+
+from typing_extensions import Self
 
 from fastrag.arguments import int_arg, mode_arg, text_arg
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
@@ -32,6 +42,7 @@ from fastrag.indexing.generations import SHARDS_KEY
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.server.answers import Answerer
+from fastrag.server.auth import Exposure, access_for, announce
 from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
 from fastrag.server.safety import Confinement
@@ -55,6 +66,8 @@ INSTRUCTIONS = (
 )
 
 ResultT = TypeVar("ResultT")
+#: A lone surrogate: text JSON can spell and UTF-8 cannot carry (replaced by U+FFFD in replies).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Tools:
@@ -167,21 +180,150 @@ class Tools:
 
 
 def _tool_call(work: Callable[[], ResultT]) -> ResultT:
-    """Run a tool's work; a user error (bad argument, no index, no model) becomes a tool error."""
+    """Run a tool's work; a user error (bad argument, no index, no model) becomes a tool error. The
+    result's texts are made encodable (:func:`encodable`)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     try:
-        return work()
+        result: ResultT = encodable(work())
+        return result
     except UserError as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(encodable(" ".join(str(exc).split()))) from None
+
+
+def encodable(value: Any) -> Any:
+    """``value`` with every string UTF-8 can carry: lone surrogates (which JSON may spell, and a client
+    may send) replaced, so that the reply can be written at all."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(v) for v in value]
+    return value
+
+
+def reparse(failure: Exception) -> tuple[Any, Any]:
+    """``(message, None)``: the line the SDK failed to parse (``failure``) parsed again with lone
+    surrogates replaced; else ``(None, error)``: the JSON-RPC error answering it (a parse error, or an
+    invalid request for JSON that is not a JSON-RPC message)."""
+    import json
+
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    first: Any = failure.errors()[0] if isinstance(failure, ValidationError) and failure.errors() else {}
+    code, text = mcp_types.INVALID_REQUEST, "Invalid Request"
+    if first.get("type") == "json_invalid" or not isinstance(failure, ValidationError):
+        code, text = mcp_types.PARSE_ERROR, "Parse error"
+        line = first.get("input")
+        try:
+            raw = json.loads(line) if isinstance(line, (str, bytes)) else None
+            if raw is not None:  # JSON after all: Python reads lone surrogates, which the SDK's parser refuses
+                message = mcp_types.jsonrpc_message_adapter.validate_python(encodable(raw), by_name=False)
+                return SessionMessage(message), None
+        except (ValueError, RecursionError):  # not JSON (or not a message): answered below
+            pass
+    error = mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=mcp_types.ErrorData(code=code, message=text))
+    return None, SessionMessage(error)
+
+
+def strict_arguments(tool: str, model: Any, arguments: dict[str, Any]) -> None:
+    """Refuse (a one-line ``ToolError``) arguments of ``tool`` that its argument ``model`` does not
+    name, or whose type is not exactly the declared one (``true`` for a number, ``"5"`` for a number)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    accepted = sorted(model.model_fields)
+    unknown = sorted(set(arguments) - set(accepted))
+    if unknown:
+        raise ToolError(
+            encodable(f"unknown argument {unknown[0]!r} of {tool} (accepted: {', '.join(accepted) or 'none'})")
+        )
+    try:
+        model.model_validate(arguments, strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "arguments"
+        got = repr(first.get("input"))[:80]
+        raise ToolError(encodable(" ".join(f"{where}: {first['msg']}, got {got}".split()))) from None
+
+
+class RepliedReadStream:
+    """A transport's read stream that answers every line: one the SDK could not parse because it spells
+    a lone surrogate (JSON may, UTF-8 cannot carry it) is parsed again with the surrogate replaced; any
+    other failure (not JSON, not a JSON-RPC message) gets a JSON-RPC error on ``write_stream`` (with the
+    request's id when it has one) instead of being dropped."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last item (the SDK reads it when present)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next message; lines that cannot be one are answered and skipped."""
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            message, error = reparse(item)
+            if message is not None:
+                return message
+            await self._write.send(error)
+
+    async def aclose(self) -> None:
+        """Close the wrapped stream."""
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
 
 
 def create_server(tools: Tools) -> Any:
     """The MCP server (an ``mcp`` ``MCPServer``) exposing ``tools``."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.stdio import stdio_server
     from mcp.types import ToolAnnotations
 
-    server = MCPServer(name="fastrag", instructions=INSTRUCTIONS, log_level="WARNING")
+    class StrictServer(MCPServer):
+        """The SDK's server, with strict tool arguments and a reply to every line on stdio."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:
+                strict_arguments(name, tool.fn_metadata.arg_model, tool.fn_metadata.pre_parse_json(arguments))
+            return await super().call_tool(name, arguments, context)
+
+        async def run_stdio_async(self) -> None:
+            async with stdio_server() as (read_stream, write_stream):
+                low = self._lowlevel_server
+                await low.run(
+                    RepliedReadStream(read_stream, write_stream), write_stream, low.create_initialization_options()
+                )
+
+    server = StrictServer(name="fastrag", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
@@ -239,49 +381,55 @@ def run(
     index_dir: Path = DEFAULT_INDEX_DIR,
     model: str | None = None,
     data_dir: Path = Path("data"),
+    *,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the tools on ``transport`` until the client leaves (stdio) or Ctrl-C (http).
 
-    Over HTTP, prints ``fastrag mcp serving on http://host:port/mcp`` once the socket listens; a
-    loopback server only answers requests addressed to a loopback name. The socket is bound before
-    the index and its embedding model load, so an address that cannot be bound fails at once.
+    Over HTTP, prints ``fastrag mcp serving on http://host:port/mcp`` once the socket listens; the
+    server is guarded as ``serve`` is (:func:`~fastrag.server.auth.access_for`: ``token`` and
+    ``allowed_hosts`` are the command line's). The socket is bound before the index and its embedding
+    model load, so an address that cannot be bound fails at once.
     """
     if transport not in TRANSPORTS:
         raise UsageError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     from fastrag.server.run import bind
 
-    sock = bind(host, port) if transport == "http" else None
+    exposure = None
+    if transport == "http":  # clients are programs: the token stands in for the page's Origin
+        exposure = access_for(host, token, allowed_hosts, origin_on_writes=False)
+    elif token is not None or allowed_hosts:
+        raise UsageError("--token and --allowed_host apply to --transport http only")
+    sock = bind(host, port) if exposure is not None else None
     tools = Tools(index_dir, data_dir, model)
     if tools.live.peek() is None:
         print(f"fastrag: no index in {index_dir} yet: run `python -m fastrag index`", file=sys.stderr)
     server = create_server(tools)
     try:
-        if sock is None:
+        if sock is None or exposure is None:
             server.run("stdio")
         else:
-            _serve_http(server, host, sock)
+            _serve_http(server, host, sock, exposure)
     finally:
         tools.close()
         if sock is not None:
             sock.close()
 
 
-def _serve_http(server: Any, host: str, sock: socket.socket) -> None:
-    """Streamable HTTP on the socket bound to ``host`` (bound first, so port 0 picks a free port)."""
+def _serve_http(server: Any, host: str, sock: socket.socket, exposure: Exposure) -> None:
+    """Streamable HTTP on the socket bound to ``host`` (bound first, so port 0 picks a free port), behind
+    the HTTP API's :class:`~fastrag.server.safety.Guard` (which takes over the SDK's own Host check)."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from fastrag.server.run import LOOPBACK_NAMES, address, is_loopback
+    from fastrag.server.run import address
+    from fastrag.server.safety import Guard
 
-    security = None
-    if is_loopback(host):
-        bound = sock.getsockname()[1]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{name}:{bound}" for name in LOOPBACK_NAMES] + [f"[::1]:{bound}"],
-            allowed_origins=[f"http://{name}:{bound}" for name in LOOPBACK_NAMES],
-        )
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # the Guard checks Host and Origin
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=security, host=host)
+    guarded = Guard(app, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
     print(f"fastrag mcp serving on {address(sock)}{HTTP_PATH}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    announce(host, exposure)
+    config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
     uvicorn.Server(config).run(sockets=[sock])

@@ -10,6 +10,7 @@ on the model's own worker, one at a time.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -65,21 +66,27 @@ async def page() -> FileResponse:
 
 @reading.get("/healthz", response_model=schemas.Health)
 async def healthz(s: App) -> dict[str, Any]:
-    """Liveness, the live index and the model's state."""
+    """Liveness, the live index and the model's state; paths relative to the project (the route is open
+    without the token: it tells nothing of the machine's folders)."""
     error: str | None = None
     try:
         live = await run_in_threadpool(s.results.current)
     except ApiError as exc:
         live, error = None, str(exc)
+    root = f"{s.root}{os.sep}"
+
+    def relative(text: str | None) -> str | None:
+        return None if text is None else text.replace(root, "")
+
     return {
         "status": "ok",
         "generation": live.generation if live else None,
         "files": len(live.paths) if live else 0,
         "chunks": len(live.retriever.index.chunks) if live else 0,
         "vectors": bool(live and live.retriever.index.has_vectors),
-        "index_error": error,
-        "model": s.answerer.name,
-        "model_note": s.answerer.note,
+        "index_error": relative(error),
+        "model": relative(s.answerer.name),
+        "model_note": relative(s.answerer.note),
         "model_loaded": s.answerer.loaded,
         "cache_entries": len(s.results.cache),
         "cache_hits": s.results.cache.hits,

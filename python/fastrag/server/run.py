@@ -11,7 +11,7 @@ from pathlib import Path
 from fastrag.config import DEFAULT_INDEX_DIR
 from fastrag.errors import UserError
 from fastrag.server.app import create_app
-from fastrag.server.auth import LOOPBACK_NAMES, access_for, is_loopback
+from fastrag.server.auth import LOOPBACK_NAMES, access_for, announce, is_loopback
 
 __all__ = ["LOOPBACK_NAMES", "address", "bind", "is_loopback", "serve"]
 
@@ -57,18 +57,13 @@ def serve(
     """
     import uvicorn
 
+    exposure = access_for(host, token, allowed_hosts)  # a bad token fails before the socket is bound
     sock = bind(host, port)
-    exposure = access_for(host, token, allowed_hosts)
     app = create_app(index_dir, data_dir, model, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
     services = app.state.fastrag
     live = services.live.peek()
     print(f"fastrag serving on {address(sock)}", flush=True)
-    if not is_loopback(host):
-        print(f"fastrag: answering Host names {', '.join(exposure.allowed_hosts)} only (add more with --allowed_host)",
-              file=sys.stderr)  # fmt: skip
-    if exposure.generated:
-        print(f"fastrag: access token {exposure.access.token} (open the page as /?token=<token>; "
-              f"set --token or $FASTRAG_TOKEN to choose it)", file=sys.stderr, flush=True)  # fmt: skip
+    announce(host, exposure)
     if live is None:
         print(f"fastrag: no index in {index_dir} yet: POST /index or run `python -m fastrag index`", file=sys.stderr)
     logging.getLogger("fastrag.server").addHandler(logging.StreamHandler(sys.stderr))

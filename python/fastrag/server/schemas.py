@@ -366,12 +366,15 @@ REPEATABLE = frozenset({"path"})
 
 
 def _repeated(items: Collection[tuple[str, str]]) -> dict[str, Any]:
-    """Parameters of a query string or form: the last value of each, all of them for :data:`REPEATABLE`."""
+    """Parameters of a query string or form: all the values of one of :data:`REPEATABLE`; any other
+    given twice is an error (``k=3&k=4`` must not quietly mean one of them)."""
     raw: dict[str, Any] = {}
     for key, value in items:
         if key in REPEATABLE and key in raw:
             previous = raw[key]
             raw[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        elif key in raw:
+            raise UsageError(f"parameter {key!r} is given more than once")
         else:
             raw[key] = value
     return raw
