@@ -24,7 +24,7 @@ Queries are padded to fixed shapes instead: the query at the smallest width of
 :data:`QUERY_WIDTHS` that holds it, the batch at the smallest size of :data:`QUERY_SHAPES` that
 holds its queries of that width (filler rows repeat the first query). A query's shape therefore
 depends on its own length alone and on a few batch sizes, so its vector is the same alone or in
-any batch; queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs
+any batch, up to the rounding of the batch size's kernel on some CPUs (~1e-7 per component); queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs
 on the one dynamic-shape request. A request compiled per static shape is 5–20% faster per call,
 but reading and compiling it cost ~0.17 s per shape in every process and ~50 MB each: measured side
 by side, one request made ``search_dataset`` of 100 questions 0.35 s faster and 100 MB smaller, and a
@@ -312,7 +312,7 @@ class Embedder:
         return out
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Embed questions: a query's vector is the same alone or in any batch; a blank query gets zeros.
+        """Embed questions: a query's vector is the same alone or in any batch (up to rounding); blank ones get zeros.
 
         Queries of at most ``max(QUERY_WIDTHS)`` tokens are padded to the shapes of
         :data:`QUERY_SHAPES`, one call per width (and per :data:`BATCH_SIZE` queries); longer ones go
