@@ -180,6 +180,28 @@ CASES: dict[str, Case] = {
     "mcp empty token": case(2, "mcp", "--transport", "http", "--host", "0.0.0.0", "--token="),
     "mcp token on stdio": case(2, "mcp", "--token", "s3cret"),
     "mcp empty allowed host": case(2, "mcp", "--transport", "http", "--host", "0.0.0.0", "--allowed_host", ""),
+    "mcp unknown agent": case(2, "mcp", "--print_config", "notepad"),
+    "mcp repo path that is a file": case(2, "mcp", "--repo_path", "a_file"),
+    # symbols, exact search, the watcher
+    "definitions empty name": case(2, "definitions", ""),
+    "definitions --limit 0": case(2, "definitions", "Engine", "--limit", "0"),
+    "definitions missing index": case(1, "definitions", "Engine", "--index_dir", "nowhere"),
+    "references empty name": case(2, "references", " "),
+    "references --limit abc": case(2, "references", "Engine", "--limit", "abc"),
+    "references unknown language": case(2, "references", "Engine", "--lang", "klingon"),
+    "references bad glob": case(2, "references", "Engine", "--path", "["),
+    "references missing index": case(1, "references", "Engine", "--index_dir", "nowhere"),
+    "outline path outside the index": case(2, "outline", "../elsewhere.py"),
+    "outline missing index": case(1, "outline", "a.py", "--index_dir", "nowhere"),
+    "grep empty pattern": case(2, "grep", ""),
+    "grep invalid regex": case(2, "grep", "x(y", "--regex"),
+    "grep --limit 0": case(2, "grep", "lora", "--limit", "0"),
+    "grep unknown language": case(2, "grep", "lora", "--lang", "klingon"),
+    "grep bad glob": case(2, "grep", "lora", "--path", "["),
+    "grep missing index": case(1, "grep", "lora", "--index_dir", "nowhere"),
+    "watch missing repository": case(1, "watch", "--repo_path", "no_such_repo"),
+    "watch index dir that is a file": case(1, "watch", "--repo_path", "repo", "--index_dir", "a_file"),
+    "watch bad vectors": case(2, "watch", "--repo_path", "repo", "--vectors", "pictures"),
     # no such command
     "unknown command": case(2, "reindex"),
 }
@@ -216,6 +238,9 @@ NO_BAD_VALUE = {
     ("serve", "model"): "the model is resolved on the first question, not at start",
     ("mcp", "index_dir"): "a missing index is served as 'no index yet' (the tools say so until one is built)",
     ("mcp", "model"): "the model is resolved on the first answer, not at start",
+    ("mcp", "watch"): "a yes/no flag",
+    ("grep", "regex"): "a yes/no flag",
+    ("grep", "ignore_case"): "a yes/no flag",
 }
 
 

@@ -74,7 +74,8 @@ def test_the_cli_refuses_a_bare_or_empty_token(project: Path, command: str, flag
     args = [command, *(["--transport", "http"] if command == "mcp" else []), "--host", "0.0.0.0", "--port", "0", *flag]
     result = run_cli(*args, cwd=project, timeout=START_TIMEOUT_S)  # before the fix: serving, with the token "True"
     assert result.code == 2 and result.out == "", (result.code, result.out, result.err)
-    assert len(result.err_lines) == 1 and result.err_lines[0].startswith("fastrag: error: --token needs a ")  # a value (argv) or a token (auth)
+    # "needs a value" (the argument check) or "needs a token" (the server's own check)
+    assert len(result.err_lines) == 1 and result.err_lines[0].startswith("fastrag: error: --token needs a ")
 
 
 # ----------------------------------------------------------------------------- mcp --transport http off loopback

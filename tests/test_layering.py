@@ -24,6 +24,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag._core",
             "fastrag.errors",
             "fastrag.faults",
+            "fastrag.workspace",
             "fastrag.config",
             "fastrag.schemas",
             "fastrag.indexing.languages",
@@ -47,6 +48,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.workers",
             "fastrag.indexing.embed",
             "fastrag.indexing.vectors",
+            "fastrag.indexing.symbols",
             "fastrag.indexing.records",
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
@@ -55,6 +57,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.builder",
             "fastrag.indexing.shards",
             "fastrag.indexing.distributed",
+            "fastrag.indexing.watch",
         ],
     ),
     (
@@ -69,6 +72,10 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.retrieval.precision",
             "fastrag.retrieval.retriever",
             "fastrag.retrieval.snippets",
+            "fastrag.retrieval.lookup",
+            "fastrag.retrieval.symbols",
+            "fastrag.retrieval.references",
+            "fastrag.retrieval.grep",
         ],
     ),
     (
@@ -112,7 +119,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.run",
         ],
     ),
-    ("agents", ["fastrag.server.mcp"]),
+    ("agents", ["fastrag.server.budget", "fastrag.server.agent_tools", "fastrag.server.mcp"]),
     (
         "command line",
         [
@@ -121,6 +128,9 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.cli.argv",
             "fastrag.cli.help",
             "fastrag.cli.shards",
+            "fastrag.cli.places",
+            "fastrag.cli.agent_config",
+            "fastrag.cli.agents",
             "fastrag.cli.commands",
             "fastrag.cli",
             "fastrag.__main__",

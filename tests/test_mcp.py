@@ -21,7 +21,7 @@ from conftest import SAMPLE_FILES, write_repo
 from fastrag.indexing.builder import IndexParams, build_index
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
-TOOLS = {"search", "read_span", "answer", "index_status"}
+TOOLS = {"search", "read_span", "answer", "index_status", "find_definitions", "find_references", "outline", "grep"}
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,11 @@
-"""``python -m fastrag``: run the command line (:mod:`fastrag.cli`) and exit with its status."""
+"""``python -m fastrag`` and the ``fastrag`` console script: run the command line (:mod:`fastrag.cli`)
+and exit with its status."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 from fastrag.cli import main
 
@@ -11,7 +13,9 @@ from fastrag.cli import main
 #: what a shell reports for a filter cut short.
 BROKEN_PIPE_STATUS = 141
 
-if __name__ == "__main__":
+
+def console() -> NoReturn:
+    """Run the command line on ``sys.argv`` and exit with its status (the ``fastrag`` script's entry point)."""
     try:
         status = main()
         sys.stdout.flush()
@@ -21,3 +25,7 @@ if __name__ == "__main__":
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         status = BROKEN_PIPE_STATUS
     raise SystemExit(status)
+
+
+if __name__ == "__main__":
+    console()

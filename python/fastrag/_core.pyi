@@ -22,6 +22,7 @@ __all__ = [
     "__version__",
     "bytes_to_chars",
     "chars_to_bytes",
+    "grep_files",
     "line_starts",
     "tokenize",
     "tokenize_batch",
@@ -68,6 +69,19 @@ def tokenize_batch(
     texts: Sequence[str], stopwords: bool = ..., min_len: int = ..., parts: bool = ..., stem: bool = ...
 ) -> list[list[str]]:
     """:func:`tokenize` of every text, across threads."""
+
+def grep_files(
+    paths: Sequence[str | os.PathLike[str]],
+    pattern: str,
+    literal: bool = False,
+    ignore_case: bool = False,
+    max_matches: int = 1000,
+    max_line_chars: int = 300,
+) -> tuple[list[tuple[int, int, str]], int, int, int]:
+    """Lines of ``paths`` matching ``pattern`` (a regex of the Rust ``regex`` crate, or a literal text), as
+    ripgrep's ``rg -n`` reports them: ``(matches, total, files_matched, unreadable)``, the first
+    ``max_matches`` as ``(position in paths, 1-based line, text cut at max_line_chars characters)``.
+    ``ValueError`` (one line) for an invalid pattern."""
 
 @final
 class Bm25Index:

@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from fastrag import _core
+from fastrag.workspace import PROJECT_INDEX_DIR, PROJECT_REPO_PATH, Workspace
 
-#: Corpus indexed when no ``--repo_path`` is given.
-DEFAULT_REPO_PATH = Path("data/raw/vllm-0.10.1")
-#: Where the index generations live.
-DEFAULT_INDEX_DIR = Path("data/processed")
+#: Corpus indexed when no ``--repo_path`` is given, in the project layout (:mod:`fastrag.workspace`; elsewhere
+#: the repository the working directory is in).
+DEFAULT_REPO_PATH = PROJECT_REPO_PATH
+#: Where the index generations live, in the project layout (elsewhere ``<repository>/.fastrag/index``).
+DEFAULT_INDEX_DIR = PROJECT_INDEX_DIR
 #: Default output folders of ``search_dataset`` and ``answer_dataset``.
 DEFAULT_SEARCH_RESULTS_DIR = Path("data/output/search_results")
 DEFAULT_ANSWERS_DIR = Path("data/output/search_results_and_answer")
@@ -47,8 +49,9 @@ TABLE_WINDOW_SIZE = 400
 #: heading or anchor line: a question asking which page or section covers something names what
 #: the section says, not only its title. 100-800 gave the same recall out of fold (benches/RESULTS.md).
 HEADING_BODY_SIZE = 400
-#: Where model folders (embedder, LLM exports, OpenVINO caches) live.
-DEFAULT_MODELS_DIR = Path("data/models")
+#: Where model folders (embedder, LLM exports, OpenVINO caches) live: ``data/models`` in the project layout,
+#: else ``$FASTRAG_MODELS_DIR`` or the user's cache (:mod:`fastrag.workspace`); decided once per process.
+DEFAULT_MODELS_DIR = Workspace.detect().models_dir
 #: A staging folder or temporary file older than this is a leftover of a process that died while
 #: writing it (a conversion or a compile takes seconds, an export minutes, an index publication
 #: seconds), and is removed by the next run even while another process may be writing beside it.

@@ -16,19 +16,19 @@ import time
 from pathlib import Path
 
 from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
+from fastrag.cli.agents import AgentCommands
 from fastrag.cli.argv import Help, parse
 from fastrag.cli.flags import fire_error, globs, host_names, raw_text, repo_names, status, target_size
 from fastrag.cli.help import command_help, overview
+from fastrag.cli.places import index_arg, repo_and_index, served_index
 from fastrag.cli.shards import index_shards
 from fastrag.cli.signatures import commands, example
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_BATCH_SIZE,
-    DEFAULT_INDEX_DIR,
     DEFAULT_K,
     DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_MODE,
-    DEFAULT_REPO_PATH,
     DEFAULT_SEARCH_RESULTS_DIR,
     MAX_BATCH_SIZE,
     MAX_CHUNK_SIZE,
@@ -38,12 +38,13 @@ from fastrag.config import (
 )
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.records import DEFAULT_EMBED
+from fastrag.workspace import mark_state_dir
 
 #: The last line of ``search``'s output: what its scores mean (see ``search --help``).
 SCORE_NOTE = "(scores order this list only: fused ranks ~0.03, BM25 ~1; not comparable across queries)"
 
 
-class Commands:
+class Commands(AgentCommands):
     """fastrag: retrieval-augmented generation for codebases."""
 
     @example("index --repo_path data/raw/vllm-0.10.1 --vectors none")
@@ -51,8 +52,8 @@ class Commands:
         self,
         *,
         max_chunk_size: int = MAX_CHUNK_SIZE,
-        repo_path: Path = DEFAULT_REPO_PATH,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        repo_path: Path | None = None,
+        index_dir: Path | None = None,
         vectors: str = DEFAULT_EMBED,
         repos: Path | None = None,
         ray: str | None = None,
@@ -62,8 +63,10 @@ class Commands:
 
         Args:
             max_chunk_size: largest chunk in characters (50..2000).
-            repo_path: the repository to index.
-            index_dir: where the index is written.
+            repo_path: the repository to index (default: data/raw/vllm-0.10.1 in fastrag's checkout, else the
+                repository the working directory is in: the nearest folder above holding .git or .fastrag).
+            index_dir: where the index is written (default: data/processed in fastrag's checkout or with
+                --repo_path, else <repository>/.fastrag/index).
             vectors: which chunks get embedding vectors: docs (Markdown/reST), docs+bridges, prose (also .txt)
                 or none (a lexical index).
             repos: a file listing repositories (`path` or `name=path` per line): one shard each.
@@ -79,16 +82,17 @@ class Commands:
         if repos is not None:
             if not ignore:
                 raise UsageError("--no_ignore is for one repository (--repo_path): shards honour their ignore files")
-            index_shards(path_arg("repos", repos), path_arg("index_dir", index_dir), params, ray)
+            index_shards(path_arg("repos", repos), index_arg(index_dir), params, ray)
             return
         if ray is not None:
             raise UsageError("--ray needs --repos")
         from fastrag.indexing.catalog import CATALOG_FILE
 
-        target = path_arg("index_dir", index_dir)
+        repo, target, shown = repo_and_index(repo_path, index_dir)
         if (target / CATALOG_FILE).exists():
             raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
-        report = build_index(path_arg("repo_path", repo_path), target, params, ignore=ignore)
+        report = build_index(repo, target, params, display_root=shown, ignore=ignore)
+        mark_state_dir(target)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
         else:
@@ -110,7 +114,7 @@ class Commands:
         query: str,
         *,
         k: int = DEFAULT_K,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        index_dir: Path | None = None,
         mode: SearchMode = DEFAULT_MODE,
         path: str | None = None,
         lang: str | None = None,
@@ -125,7 +129,8 @@ class Commands:
         Args:
             query: the question.
             k: how many spans (1..10).
-            index_dir: where the index lives.
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
             mode: lexical, vector or hybrid (hybrid is lexical on an index without vectors).
             path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
             lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
@@ -137,7 +142,7 @@ class Commands:
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
         chosen = SearchFilter.parse(globs(path), lang)
-        where = path_arg("index_dir", index_dir)
+        where = index_arg(index_dir)
         retriever = Retriever.open(where, repos=repo_names(repo, where))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
         if not hits:
@@ -168,7 +173,7 @@ class Commands:
         dataset_path: Path,
         k: int = DEFAULT_K,
         save_directory: Path = DEFAULT_SEARCH_RESULTS_DIR,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        index_dir: Path | None = None,
         mode: SearchMode = DEFAULT_MODE,
         path: str | None = None,
         lang: str | None = None,
@@ -180,7 +185,8 @@ class Commands:
             dataset_path: a dataset JSON file (AnsweredQuestions or UnansweredQuestions).
             k: spans per question (1..10).
             save_directory: folder of the output file (named after the dataset).
-            index_dir: where the index lives.
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
             mode: lexical, vector or hybrid.
             path: only files matching this glob (repeatable: any may match).
             lang: only files of this language (or a suffix such as py).
@@ -190,15 +196,16 @@ class Commands:
         from fastrag.retrieval.filters import SearchFilter
 
         started = time.perf_counter()
+        where = index_arg(index_dir)
         target, n = search_dataset(
             path_arg("dataset_path", dataset_path),
             int_arg("k", k, 1, MAX_K),
             path_arg("save_directory", save_directory),
-            path_arg("index_dir", index_dir),
+            where,
             progress=True,
             mode=mode_arg(mode),
             search_filter=SearchFilter.parse(globs(path), lang),
-            repos=repo_names(repo, path_arg("index_dir", index_dir)),
+            repos=repo_names(repo, where),
         )
         print(f"saved {n} results to {target} ({time.perf_counter() - started:.2f} s)")
 
@@ -261,7 +268,7 @@ class Commands:
         k: int = DEFAULT_K,
         model: str | None = None,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        index_dir: Path | None = None,
         save_directory: Path | None = None,
     ) -> None:
         """Answer QUESTION from the k best spans, citing them, and save the answer as JSON.
@@ -276,7 +283,8 @@ class Commands:
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on the answer's length in tokens (1..1024).
-            index_dir: where the index lives.
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
             save_directory: folder of the answer's file (default: output/search_results_and_answer beside the
                 index folder, so data/output/search_results_and_answer for data/processed).
         """
@@ -294,7 +302,7 @@ class Commands:
 
         folder = None if save_directory is None else path_arg("save_directory", save_directory)
         result = answer(
-            text, n, name, path_arg("index_dir", index_dir), folder, limit,
+            text, n, name, index_arg(index_dir), folder, limit,
             show if live else None, on_note=lambda note: status(f"fastrag: {note}"),
         )  # fmt: skip
         if live and result.load is not None:
@@ -393,7 +401,7 @@ class Commands:
         *,
         host: str = "127.0.0.1",
         port: int = 5000,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        index_dir: Path | None = None,
         model: str | None = None,
         token: str | None = None,
         allowed_host: str | None = None,
@@ -407,7 +415,8 @@ class Commands:
             host: address to listen on (default 127.0.0.1: this machine only). Another address
                 requires a bearer token on every request but /healthz.
             port: TCP port (0..65535; 0 picks a free one).
-            index_dir: where the index lives.
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported, else the packaged SmolLM2; /healthz names it).
             token: the bearer token (default: $FASTRAG_TOKEN, else one generated and printed on stderr
@@ -417,7 +426,7 @@ class Commands:
         """
         address = text_arg("--host", host).strip()
         number = int_arg("port", port, 0, 65535)
-        folder = path_arg("index_dir", index_dir)
+        folder = index_arg(index_dir)
         name = None if model is None else text_arg("--model", model)
         hosts = host_names(allowed_host)
         from fastrag.server import serve  # FastAPI is imported by this command only
@@ -431,12 +440,16 @@ class Commands:
         transport: str = "stdio",
         host: str = "127.0.0.1",
         port: int = 8765,
-        index_dir: Path = DEFAULT_INDEX_DIR,
+        index_dir: Path | None = None,
         model: str | None = None,
         token: str | None = None,
         allowed_host: str | None = None,
+        repo_path: Path | None = None,
+        print_config: str | None = None,
+        watch: bool = False,
     ) -> None:
-        """Serve the index to coding agents as MCP tools: search, read_span, answer, index_status.
+        """Serve the index to coding agents as MCP tools: search, read_span, find_definitions, find_references,
+        outline, grep, answer, index_status.
 
         The index is opened once and followed when it is rebuilt; the model loads on the first answer.
         See docs/mcp.md for an agent's configuration.
@@ -445,22 +458,33 @@ class Commands:
             transport: stdio (default: the agent starts this process) or http (streamable HTTP on HOST:PORT/mcp).
             host: address to listen on with http (default 127.0.0.1: this machine only).
             port: TCP port with http (0..65535; 0 picks a free one).
-            index_dir: where the index lives.
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported, else the packaged SmolLM2; index_status names it).
             token: with http, the bearer token (as for serve: default $FASTRAG_TOKEN, else one generated and
                 printed on stderr when the host is not loopback).
             allowed_host: with http, a Host name the server answers to (repeatable; as for serve).
+            repo_path: serve this repository's index, <repository>/.fastrag/index, built on first use
+                (default: the working directory's repository).
+            print_config: print the configuration snippet of an agent (claude, cursor, codex, vscode) and exit.
+            watch: keep the index fresh while serving: every burst of file changes is one incremental
+                build (index_status says how fresh it is and which files are pending).
         """
+        if print_config is not None:
+            from fastrag.cli.agent_config import agent_config
+
+            print(agent_config(print_config))
+            return
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()
         number = int_arg("port", port, 0, 65535)
-        folder = path_arg("index_dir", index_dir)
         name = None if model is None else text_arg("--model", model)
         hosts = host_names(allowed_host)
+        folder = served_index(index_dir, repo_path)
         from fastrag.server.mcp import run  # the MCP SDK is imported by this command only
 
-        run(chosen, address, number, folder, name, token=token, allowed_hosts=hosts)
+        run(chosen, address, number, folder, name, token=token, allowed_hosts=hosts, watch=bool_arg("watch", watch))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,7 @@ from fastrag.indexing.generations import (
     FORMAT_VERSION,
     HEADINGS_BM25,
     HEADINGS_TABLE,
+    SYMBOLS_TABLE,
     clean_leftovers,
     current_generation,
     index_lock,
@@ -74,6 +75,7 @@ from fastrag.indexing.records import (
 )
 from fastrag.indexing.sources import display_path
 from fastrag.indexing.storage import ensure_writable, write_json_atomic
+from fastrag.indexing.symbols import file_symbols, symbols_table
 from fastrag.indexing.texts import indexed_texts
 from fastrag.indexing.workers import worker_pool
 
@@ -192,7 +194,9 @@ def plan_index(
             continue
         old = previous.get(entry.rel_path)
         if old is not None and old.digest == outcome.digest:
-            outcome = FileRecord(entry.rel_path, entry.size, entry.mtime_ns, old.digest, old.chunks, old.headings)
+            outcome = FileRecord(
+                entry.rel_path, entry.size, entry.mtime_ns, old.digest, old.chunks, old.headings, outcome.symbols
+            )
         else:
             chunked += 1
         records[entry.rel_path] = outcome
@@ -317,7 +321,8 @@ def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
             entry.rel_path, text, params.max_chunk_size, params.target_size, TABLE_WINDOW_SIZE, chunks
         )
     headings = heading_lines(entry.rel_path, text) if params.layers else []
-    return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings)
+    symbols = file_symbols(entry.rel_path, text)
+    return FileRecord(entry.rel_path, entry.size, entry.mtime_ns, content_hash(data), chunks, headings, symbols)
 
 
 def _why(skipped: list[Skipped]) -> str:
@@ -436,6 +441,7 @@ def _write_generation(
         "end": [c.end for r in records for c in r.headings],
     }
     write_json_atomic(staging / HEADINGS_TABLE, heading_table)
+    write_json_atomic(staging / SYMBOLS_TABLE, symbols_table([r.symbols or [] for r in records]))
     write_json_atomic(staging / FILES_TABLE, {r.rel_path: r.to_json() for r in records})
     manifest = {
         "format_version": FORMAT_VERSION,
@@ -462,7 +468,10 @@ def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bo
         if manifest.get("params") != params.as_dict() or manifest.get("display_root") != root:
             return {}
         raw = verified_json(gen, manifest, FILES_TABLE)
-        return {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
+        records = {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
+        if any(r.symbols is None for r in records.values()):
+            return {}  # built before definitions were kept: every file is parsed again, once
+        return records
     except UserError as exc:
         if progress and "older format" not in str(exc):
             print(f"fastrag: rebuilding the whole index, the live one cannot be reused ({exc})", file=sys.stderr)

@@ -24,8 +24,9 @@ Queries are padded to fixed shapes instead: the query at the smallest width of
 :data:`QUERY_WIDTHS` that holds it, the batch at the smallest size of :data:`QUERY_SHAPES` that
 holds its queries of that width (filler rows repeat the first query). A query's shape therefore
 depends on its own length alone and on a few batch sizes, so its vector is the same alone or in
-any batch, up to the rounding of the batch size's kernel on some CPUs (~1e-7 per component); queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs
-on the one dynamic-shape request. A request compiled per static shape is 5–20% faster per call,
+any batch, up to the rounding of the batch size's kernel on some CPUs (~1e-7 per component);
+queries longer than the widest shape go through :meth:`Embedder.embed`. All of it runs on the one
+dynamic-shape request. A request compiled per static shape is 5–20% faster per call,
 but reading and compiling it cost ~0.17 s per shape in every process and ~50 MB each: measured side
 by side, one request made ``search_dataset`` of 100 questions 0.35 s faster and 100 MB smaller, and a
 busy server ~13% slower (benches/RESULTS.md, "Query embedding on one request"; docs/server.md). A

@@ -11,6 +11,7 @@ Layout under the index directory::
         headings.json  the heading lines of Markdown / reST files: file/start/end per line
         headings.bin   their own BM25 index (questions that ask where something is documented)
         definitions.bin  a BM25 index of the names each chunk defines (one document per chunk)
+        symbols.json   every definition: file, name, kind, lines, signature, parent (:mod:`fastrag.indexing.symbols`)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
@@ -51,6 +52,7 @@ from fastrag.config import STALE_STAGING_S
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.storage import fsync_dir, write_bytes_atomic, write_json_atomic
+from fastrag.indexing.symbols import SYMBOL_COLUMNS
 
 if TYPE_CHECKING:
     from fastrag.indexing.vectors import ShardedVectors, VectorIndex
@@ -65,6 +67,7 @@ CHUNKS_BM25 = "bm25.bin"
 DEFINITIONS_BM25 = "definitions.bin"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
+SYMBOLS_TABLE = "symbols.json"
 LOCK_FILE = ".lock"
 #: The name of a generation folder: ``gen-<time in ns, hex>-<pid>``.
 GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9]+")
@@ -350,6 +353,43 @@ class HeadingTable:
 
 
 @dataclass(frozen=True, slots=True)
+class SymbolTable:
+    """Every definition of a generation (columns of :data:`~fastrag.indexing.symbols.SYMBOL_COLUMNS`;
+    ``file`` indexes the :class:`ChunkTable`'s paths, ``parent`` this table)."""
+
+    file: list[int]
+    name: list[str]
+    kind: list[str]
+    first: list[int]
+    last: list[int]
+    signature: list[str]
+    parent: list[int]
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+def load_symbols(generation: Path, files: int) -> SymbolTable:
+    """The symbols table of ``generation``, whose chunk table has ``files`` paths; a :class:`UserError`
+    when it is missing (an index built before definitions were kept), unreadable or inconsistent."""
+    hint = "run `fastrag index` again"
+    try:
+        raw = json.loads((generation / SYMBOLS_TABLE).read_text())
+        table = SymbolTable(*(list(raw[column]) for column in SYMBOL_COLUMNS))
+    except FileNotFoundError:
+        raise UserError(f"the index in {generation.parent} has no definitions table: {hint}") from None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise UserError(f"the definitions table of {generation.parent} is unreadable ({exc}): {hint}") from exc
+    n = len(table)
+    columns = (table.file, table.kind, table.first, table.last, table.signature, table.parent)
+    if any(len(c) != n for c in columns) or any(not 0 <= f < files for f in table.file):
+        raise UserError(f"the definitions table of {generation.parent} is inconsistent: {hint}")
+    if any(not -1 <= p < n for p in table.parent):
+        raise UserError(f"the definitions table of {generation.parent} is inconsistent: {hint}")
+    return table
+
+
+@dataclass(frozen=True, slots=True)
 class LoadedIndex:
     """A generation loaded for searching.
 
@@ -366,6 +406,17 @@ class LoadedIndex:
     headings: HeadingTable
     definitions: _core.Bm25Index
     _lazy: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def symbols(self) -> SymbolTable:
+        """The generation's definitions (loaded once, on first use: searching never reads them); a
+        :class:`UserError` for an index of shards or one built before definitions were kept."""
+        table: SymbolTable | None = self._lazy.get("symbols")
+        if table is None:
+            if isinstance(self.manifest.get(SHARDS_KEY), list):
+                raise UserError("definitions, references and outlines need an index of one repository, not of shards")
+            table = self._lazy.setdefault("symbols", load_symbols(self.path, len(self.chunks.paths)))
+        return table
 
     @property
     def has_vectors(self) -> bool:

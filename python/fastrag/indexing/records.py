@@ -12,6 +12,7 @@ from fastrag.config import BM25_B, BM25_K1, CHUNK_TARGET_SIZE, HEADING_BODY_SIZE
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.chunking import Chunk
 from fastrag.indexing.corpus import Skipped
+from fastrag.indexing.symbols import Symbol
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +90,10 @@ class IndexParams:
 
 @dataclass(slots=True)
 class FileRecord:
-    """A file of the index: where it is, its fingerprint, its chunks and its heading lines
-    (:func:`~fastrag.indexing.chunking.layers.heading_lines`, indexed apart from the chunks)."""
+    """A file of the index: where it is, its fingerprint, its chunks, its heading lines
+    (:func:`~fastrag.indexing.chunking.layers.heading_lines`, indexed apart from the chunks) and its
+    definitions (:func:`~fastrag.indexing.symbols.file_symbols`; ``None`` in a record of an index
+    built before they were kept: such an index is rebuilt)."""
 
     rel_path: str
     size: int
@@ -98,16 +101,20 @@ class FileRecord:
     digest: str
     chunks: list[Chunk]
     headings: list[Chunk] = field(default_factory=list)
+    symbols: list[Symbol] | None = field(default_factory=list)
 
     def to_json(self) -> list[Any]:
-        """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike]]``."""
-        return [self.size, self.mtime_ns, self.digest, _spans_json(self.chunks), _spans_json(self.headings)]
+        """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike],
+        [[name, kind, first, last, signature, parent], ...]]``."""
+        spans = [_spans_json(self.chunks), _spans_json(self.headings)]
+        return [self.size, self.mtime_ns, self.digest, *spans, [s.to_json() for s in self.symbols or []]]
 
     @classmethod
     def from_json(cls, rel_path: str, raw: list[Any]) -> FileRecord:
-        """Inverse of :meth:`to_json`."""
-        size, mtime_ns, digest, chunks, headings = raw
-        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings))
+        """Inverse of :meth:`to_json` (a record without definitions gets ``symbols = None``)."""
+        size, mtime_ns, digest, chunks, headings = raw[:5]
+        symbols = [Symbol.from_json(s) for s in raw[5]] if len(raw) > 5 else None
+        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings), symbols)
 
 
 def _spans_json(chunks: list[Chunk]) -> list[list[Any]]:

@@ -41,8 +41,11 @@ from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import SHARDS_KEY
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
+from fastrag.server.agent_tools import AgentTools
+from fastrag.server.agent_tools import register as register_agent_tools
 from fastrag.server.answers import Answerer
 from fastrag.server.auth import Exposure, access_for, announce
+from fastrag.server.budget import DEFAULT_MAX_TOKENS, budgeted
 from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
 from fastrag.server.safety import Confinement
@@ -82,6 +85,7 @@ class Tools:
         self.results = SearchResults(self.live, self.texts)
         self.confinement = Confinement(self.root, data, self.live.corpus_roots)
         self.answerer = Answerer(model, models, self.texts)
+        self.agent = AgentTools(self.live)
 
     def search(self, query: Any, k: Any, mode: Any, path: Any, lang: Any) -> dict[str, Any]:
         """Ranked hits with path, character and line ranges, score and snippet."""
@@ -172,11 +176,13 @@ class Tools:
             "model": self.answerer.name,
             "model_note": self.answerer.note,
             "model_loaded": self.answerer.loaded,
+            "freshness": self.agent.freshness(),
         }
 
     def close(self) -> None:
-        """Stop the model's worker."""
+        """Stop the model's worker and the watcher."""
         self.answerer.close()
+        self.agent.close()
 
 
 def _tool_call(work: Callable[[], ResultT]) -> ResultT:
@@ -333,6 +339,7 @@ def create_server(tools: Tools) -> Any:
         mode: Literal["lexical", "vector", "hybrid"] = DEFAULT_MODE,
         path: list[str] | None = None,
         lang: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> dict[str, Any]:
         """Search the indexed repository for the spans that best answer a question or match identifiers.
 
@@ -344,32 +351,40 @@ def create_server(tools: Tools) -> Any:
         (docs/**, *.rs, src/**/*.py). lang: only files of one language (python, markdown, rst, text, cpp,
         c, cuda, rust, go, java, kotlin, javascript, typescript, shell, csharp, php, ruby, swift, scala,
         elixir, haskell, lua, zig, dart, toml, yaml, json, ...) or a suffix (py).
+        max_tokens: budget of the response (100..100000, default 2000): the last hits go first.
         """
-        return _tool_call(lambda: tools.search(query, k, mode, path, lang))
+        return _tool_call(lambda: budgeted(lambda: tools.search(query, k, mode, path, lang), "hits", max_tokens))
 
     @server.tool(annotations=read_only)
-    def read_span(path: str, start: int, end: int) -> dict[str, Any]:
+    def read_span(path: str, start: int, end: int, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """Read the text of a span of an indexed file: characters [start, end) of path, as search returns them.
 
         Returns the text with its 1-based first and last line. Only files of the index can be read;
-        at most 100000 characters at once. Widen start/end to see the context around a hit.
+        at most 100000 characters at once. Widen start/end to see the context around a hit. max_tokens:
+        budget of the response (100..100000, default 2000): the last lines of the text go first.
         """
-        return _tool_call(lambda: tools.read_span(path, start, end))
+        hint = "read the rest with a later start"
+        return _tool_call(lambda: budgeted(lambda: tools.read_span(path, start, end), None, max_tokens, hint))
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
-    def answer(question: str, k: int = DEFAULT_TOOL_K) -> dict[str, Any]:
+    def answer(question: str, k: int = DEFAULT_TOOL_K, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """Answer a question about the repository with a local language model, citing the spans it used.
 
         Retrieves the k best spans (1..10) and writes a short answer with citations [path:first-last].
         Slow on a CPU (seconds, plus loading the model on the first call): searching and reading spans
-        is usually better for an agent.
+        is usually better for an agent. max_tokens: budget of the response (100..100000, default 2000).
         """
-        return _tool_call(lambda: tools.answer(question, k))
+        return _tool_call(lambda: budgeted(lambda: tools.answer(question, k), "cited", max_tokens))
+
+    register_agent_tools(server, tools.agent, read_only, _tool_call)
 
     @server.tool(annotations=read_only)
-    def index_status() -> dict[str, Any]:
-        """What is indexed: the live index generation, its files, chunks and vectors, and the answer model."""
-        return _tool_call(tools.index_status)
+    def index_status(max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """What is indexed: the live index generation, its files, chunks and vectors, and the answer model.
+
+        max_tokens: budget of the response (100..100000, default 2000).
+        """
+        return _tool_call(lambda: budgeted(tools.index_status, "shards", max_tokens))
 
     return server
 
@@ -384,8 +399,10 @@ def run(
     *,
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    watch: bool = False,
 ) -> None:
-    """Serve the tools on ``transport`` until the client leaves (stdio) or Ctrl-C (http).
+    """Serve the tools on ``transport`` until the client leaves (stdio) or Ctrl-C (http); with ``watch``,
+    keep the index fresh meanwhile (:class:`~fastrag.indexing.watch.Watcher`; ``index_status`` says how fresh).
 
     Over HTTP, prints ``fastrag mcp serving on http://host:port/mcp`` once the socket listens; the
     server is guarded as ``serve`` is (:func:`~fastrag.server.auth.access_for`: ``token`` and
@@ -405,6 +422,8 @@ def run(
     tools = Tools(index_dir, data_dir, model)
     if tools.live.peek() is None:
         print(f"fastrag: no index in {index_dir} yet: run `python -m fastrag index`", file=sys.stderr)
+    elif watch:
+        tools.agent.watch(index_dir)
     server = create_server(tools)
     try:
         if sock is None or exposure is None:

@@ -17,13 +17,14 @@ with the chunks nested in it, as the Python chunker does for ``class`` / ``def``
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from functools import cache
 
 import tree_sitter
 from tree_sitter import Node
 
-__all__ = ["CALL", "GRAMMARS", "LEADING", "Grammar", "parser"]
+__all__ = ["CALL", "GRAMMARS", "LEADING", "Grammar", "parser", "parser_bytes"]
 
 #: How tree-sitter grammars of macro languages write a call: its node kind and the field of its target.
 CALL = ("call", "target")
@@ -201,3 +202,12 @@ def parser(name: str) -> tree_sitter.Parser:
     grammar = GRAMMARS[name]
     module = importlib.import_module(grammar.module)
     return tree_sitter.Parser(tree_sitter.Language(getattr(module, grammar.function)()))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parser_bytes(text: str) -> bytes:
+    """The UTF-8 bytes a parser reads for ``text``: lone surrogates (undecodable bytes of the file) become
+    U+FFFD, which keeps every character's position."""
+    return _SURROGATE.sub("\ufffd", text).encode("utf-8")

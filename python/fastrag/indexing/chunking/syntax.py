@@ -38,7 +38,7 @@ from itertools import pairwise
 
 from tree_sitter import Node
 
-from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, Grammar, parser
+from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, Grammar, parser, parser_bytes
 from fastrag.indexing.chunking.packer import (
     PARAGRAPHS,
     SIGNATURE_LIMIT,
@@ -52,7 +52,6 @@ from fastrag.indexing.chunking.packer import (
 __all__ = ["chunk_syntax"]
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SPACES = " \t\x0c\r\n"
 #: Wrappers looked through when searching a node's body (``export`` → ``class`` → ``class_body``).
 _DEPTH = 6
@@ -270,8 +269,7 @@ def chunk_syntax(grammar: str, text: str, max_chunk_size: int, target_size: int 
     target = resolve_target(max_chunk_size, target_size)
     if len(text) <= target:  # one chunk whatever the tree: no need to parse
         return chunk_plain(text, max_chunk_size, target)
-    valid = _SURROGATE.sub("\ufffd", text)  # lone surrogates (undecodable bytes): same length, encodable
-    data = valid.encode("utf-8")
+    data = parser_bytes(text)
     try:
         tree = parser(grammar).parse(data)
         packer = _SyntaxPacker(text, target, data, GRAMMARS[grammar])

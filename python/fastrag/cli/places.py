@@ -1,0 +1,70 @@
+"""Where a command's repository and index are when its flags do not say (:mod:`fastrag.workspace`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fastrag.arguments import path_arg
+from fastrag.cli.flags import status
+from fastrag.errors import UsageError
+from fastrag.workspace import Workspace, default_index_note, index_dir_default, mark_state_dir
+
+#: How ``--help`` names the defaults of ``--index_dir`` and ``--repo_path``.
+INDEX_DIR_HELP = "default: data/processed in fastrag's checkout, else <repository>/.fastrag/index"
+REPO_PATH_HELP = "default: data/raw/vllm-0.10.1 in fastrag's checkout, else the repository the working directory is in"
+
+
+def index_arg(index_dir: Any) -> Path:
+    """``--index_dir`` of a command that reads an index: as given, else the workspace's (saying on stderr,
+    in one line, when that index is probably not the one meant: :func:`~fastrag.workspace.default_index_note`)."""
+    if index_dir is not None:
+        return path_arg("index_dir", index_dir)
+    folder = index_dir_default(None)
+    note = default_index_note(folder)
+    if note:
+        status(note)
+    return folder
+
+
+def repo_and_index(repo_path: Any, index_dir: Any) -> tuple[Path, Path, str | None]:
+    """What ``index`` builds: the repository, the index folder and the display root of the results'
+    paths (``None``: the repository as given, relative to the working directory; ``""``: paths
+    relative to the repository, for the per-repository index)."""
+    target = path_arg("index_dir", index_dir) if index_dir is not None else index_dir_default(None, repo_path)
+    if repo_path is not None:
+        return path_arg("repo_path", repo_path), target, None
+    workspace = Workspace.detect()
+    if workspace.project or workspace.root is None:
+        return workspace.repo_path, target, None
+    return workspace.root, target, ""
+
+
+def served_index(index_dir: Any, repo_path: Any) -> Path:
+    """The index ``mcp`` serves: ``--index_dir`` as given; else the index of ``--repo_path``'s repository
+    (or of the working directory's), ``<repository>/.fastrag/index``, built on first use with progress on
+    stderr (in fastrag's checkout: ``data/processed``, never built here)."""
+    from fastrag.indexing.builder import build_index
+    from fastrag.indexing.generations import current_generation
+    from fastrag.workspace import INDEX_SUBDIR, STATE_DIR, repository_root
+
+    if index_dir is not None:
+        return index_arg(index_dir)
+    if repo_path is not None:
+        start = path_arg("repo_path", repo_path)
+        if not start.is_dir():
+            raise UsageError(f"repository path {start} is not a directory")
+        root = repository_root(start) or Path(os.path.abspath(start))
+        folder = root / STATE_DIR / INDEX_SUBDIR
+    else:
+        workspace = Workspace.detect()
+        if workspace.project or workspace.root is None:
+            return index_arg(None)
+        root, folder = workspace.root, workspace.index_dir
+    if current_generation(folder) is None:
+        status(f"fastrag: no index of {root} yet: indexing it into {folder}")
+        report = build_index(root, folder, display_root="")
+        mark_state_dir(folder)
+        status(f"fastrag: indexed {report.files} files into {report.chunks} chunks in {report.seconds:.1f} s")
+    return folder

@@ -1,0 +1,172 @@
+"""Definitions and outlines from the symbols table an index keeps (:mod:`fastrag.indexing.symbols`).
+
+:func:`find_definitions` ranks every definition of a name, best first: the name in the same case
+before another case; then by kind (:data:`~fastrag.indexing.symbols.KINDS`: a class before a function
+before a variable, a forward declaration last); then one outside a version folder (``pydantic/main.py``
+before ``pydantic/v1/main.py``), else in the newest of several versions kept side by side (``v4/`` before
+``v3/``); then a definition whose qualifier (``absl::flat_hash_map``, ``Sinatra::Base``,
+``pkg.Class.method``) names its parents or its folders; then one outside tests, examples and docs;
+then one in a file named after it (``Axios`` in ``Axios.js``); then the larger (a class over a
+forward declaration); then by path. :func:`outline` gives a file's definitions as a tree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastrag.errors import UsageError
+from fastrag.indexing.generations import LoadedIndex, SymbolTable
+from fastrag.indexing.symbols import KINDS
+
+__all__ = ["Definition", "OutlineNode", "definition_name", "find_definitions", "outline"]
+
+#: Longest name looked up.
+MAX_NAME_CHARS = 200
+#: Folders and file names of code that is not the library itself (ranked after it).
+_SECONDARY = re.compile(
+    r"(?:^|/)(?:tests?|testing|spec|specs|examples?|samples?|docs?|benchmarks?|bench|fixtures?)/"
+    r"|(?:^|/)test_|_test\.|\.test\.|\.spec\.|Tests?\."
+)
+_SEPARATORS = re.compile(r"::|->|\.|#|\\|/")
+_VERSION = re.compile(r"(?:^|/)v(\d{1,3})/")
+_IDENTIFIER = re.compile(r"[^\W\d]\w*|\$\w+|@\w+|\w+[!?]?")
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One definition of a name, as tools show it: path (as results name the file), lines, kind, signature,
+    and the names of its enclosing definitions (outermost first, the module excluded)."""
+
+    path: str
+    first_line: int
+    last_line: int
+    kind: str
+    name: str
+    signature: str
+    parents: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON form the MCP tool returns."""
+        return {
+            "path": self.path,
+            "first_line": self.first_line,
+            "last_line": self.last_line,
+            "kind": self.kind,
+            "name": self.name,
+            "signature": self.signature,
+            "parents": list(self.parents),
+        }
+
+
+@dataclass(slots=True)
+class OutlineNode:
+    """A definition of a file and the definitions inside it."""
+
+    name: str
+    kind: str
+    first_line: int
+    last_line: int
+    signature: str
+    children: list[OutlineNode] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        """Nested JSON form (``children`` only when there are some)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "first_line": self.first_line,
+            "last_line": self.last_line,
+            "signature": self.signature,
+        }
+        if self.children:
+            out["children"] = [c.as_json() for c in self.children]
+        return out
+
+
+def definition_name(value: Any, *, prefix: str = "") -> tuple[str, tuple[str, ...]]:
+    """A looked-up name: its last part and its qualifiers (``a::b.C`` → ``("C", ("a", "b"))``); a
+    :class:`UsageError` for an empty or overlong one, or one that holds no identifier."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise UsageError(
+            f"{prefix}the name is empty" if isinstance(value, str) else f"{prefix}the name must be text, got {value!r}"
+        )
+    if len(text) > MAX_NAME_CHARS or any(c.isspace() for c in text):
+        raise UsageError(
+            f"{prefix}a name is one identifier (qualified or not, at most {MAX_NAME_CHARS} characters), "
+            f"got {text[:60]!r}"
+        )
+    parts = [p for p in _SEPARATORS.split(text) if p]
+    if not parts or not _IDENTIFIER.fullmatch(parts[-1]):
+        raise UsageError(f"{prefix}{text!r} is not an identifier")
+    return parts[-1], tuple(parts[:-1])
+
+
+def _parents(table: SymbolTable, i: int) -> tuple[str, ...]:
+    """Names of the definitions enclosing symbol ``i``, outermost first, the module excluded."""
+    names: list[str] = []
+    p = table.parent[i]
+    seen = 0
+    while p >= 0 and seen < 64:
+        if table.kind[p] != "module":
+            names.append(table.name[p])
+        p, seen = table.parent[p], seen + 1
+    return tuple(reversed(names))
+
+
+def find_definitions(
+    table: SymbolTable, paths: list[str], name: str, qualifiers: tuple[str, ...] = ()
+) -> list[Definition]:
+    """Every definition of ``name`` (any case) in the symbols ``table`` of an index whose files are
+    ``paths``, best first (module docstring)."""
+    folded = name.casefold()
+    wanted = {q.casefold() for q in qualifiers}
+    ranked: list[tuple[tuple[Any, ...], Definition]] = []
+    for i, candidate in enumerate(table.name):
+        if candidate.casefold() != folded:
+            continue
+        path = paths[table.file[i]]
+        parents = _parents(table, i)
+        kind = table.kind[i]
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        context = {p.casefold() for p in parents} | {f.casefold() for f in path.split("/")[:-1]}
+        versions = [int(v) for v in _VERSION.findall(path)]
+        key = (
+            candidate != name,
+            (bool(versions), -max(versions, default=0)),
+            KINDS.index(kind) if kind in KINDS else len(KINDS),
+            -len(wanted & context) if wanted else 0,
+            bool(_SECONDARY.search(path)),
+            stem.casefold() != folded and stem.replace("_", "").casefold() != folded.replace("_", ""),
+            -(table.last[i] - table.first[i]),
+            path,
+            table.first[i],
+        )
+        ranked.append(
+            (key, Definition(path, table.first[i], table.last[i], kind, candidate, table.signature[i], parents))
+        )
+    ranked.sort(key=lambda pair: pair[0])
+    return [d for _, d in ranked]
+
+
+def outline(index: LoadedIndex, path: str) -> list[OutlineNode]:
+    """The definitions of the indexed file ``path`` (as results name it) as a tree, in source order: the
+    module's children at the top."""
+    paths = index.chunks.paths
+    try:
+        file = paths.index(path)
+    except ValueError:
+        raise UsageError(f"{path} is not a file of the index") from None
+    table = index.symbols
+    nodes: dict[int, OutlineNode] = {}
+    roots: list[OutlineNode] = []
+    for i, f in enumerate(table.file):
+        if f != file or table.kind[i] == "module":
+            continue
+        node = OutlineNode(table.name[i], table.kind[i], table.first[i], table.last[i], table.signature[i])
+        nodes[i] = node
+        parent = nodes.get(table.parent[i])
+        (parent.children if parent is not None else roots).append(node)
+    return roots
