@@ -382,6 +382,21 @@ def pooled_recall(per: list[dict[int, float]], questions: list[Question], kind: 
     return float(np.mean([per[i][at] for i in rows]))
 
 
+def write_weights(relative: np.ndarray, fitted_on: list[str], questions: int, objective: str) -> None:
+    """Write the shipped ranker weights (``precision.RANKER_FILE``) fitted on every question, atomically."""
+    target = Path(precision.__file__).with_name(precision.RANKER_FILE)
+    record = {
+        "features": list(precision.FEATURES),
+        "weights": [round(float(w), 4) for w in relative],
+        "fitted_on": fitted_on,
+        "questions": questions,
+        "objective": objective,
+        "fitted": time.strftime("%Y-%m-%d"),
+    }
+    write_text_atomic(target, json.dumps(record, indent=2) + "\n")
+    print(f"wrote {target}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index_dir", type=Path, default=ROOT / "data/processed")
@@ -495,17 +510,8 @@ def main() -> None:
         )
     print(body)
     if args.write_weights:
-        target = Path(precision.__file__).with_name(precision.RANKER_FILE)
-        record = {
-            "features": list(precision.FEATURES),
-            "weights": [round(float(w), 4) for w in relative],
-            "fitted_on": [p.name for p in datasets],
-            "questions": len(questions),
-            "objective": f"listwise softmax cross-entropy, L2 {L2}, Adam {STEPS} steps; benches/cv.py",
-            "fitted": time.strftime("%Y-%m-%d"),
-        }
-        write_text_atomic(target, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {target}")
+        write_weights(relative, [p.name for p in datasets], len(questions),
+                      f"listwise softmax cross-entropy, L2 {L2}, Adam {STEPS} steps; benches/cv.py")  # fmt: skip
     if not args.no_write:
         replace_section(RESULTS, SECTION, body)
     print(f"cv: {time.perf_counter() - started:.1f} s", file=sys.stderr)

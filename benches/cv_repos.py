@@ -28,7 +28,6 @@ fold that holds the question out.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
+from common import RESULTS, ROOT, machine, replace_section
 from cv import (
     L2,
     SEED,
@@ -49,6 +48,7 @@ from cv import (
     found_share,
     kind_rows,
     recall,
+    write_weights,
 )
 from xrepo_run import INDEX_ROOT, TREES, XREPO, LineTable, build_indexes, run_fastrag, unpack_trees
 from xrepo_score import Repo, Span, Task, load_repos, load_tasks, ndcg_at_10, summarize
@@ -333,18 +333,10 @@ def main() -> None:
     )
     print(body)
     if args.write_weights:
-        target = Path(precision.__file__).with_name(precision.RANKER_FILE)
-        record = {
-            "features": list(precision.FEATURES),
-            "weights": [round(float(w), 4) for w in relative],
-            "fitted_on": [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"],
-            "questions": len(questions) + len(tasks),
-            "objective": f"listwise softmax cross-entropy, each source half, L2 {L2}, Adam {STEPS} steps; "
-            "benches/cv_repos.py",
-            "fitted": time.strftime("%Y-%m-%d"),
-        }
-        write_text_atomic(target, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {target}")
+        objective = f"listwise softmax cross-entropy, each source half, L2 {L2}, Adam {STEPS} steps; "
+        objective += "benches/cv_repos.py"
+        fitted_on = [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"]
+        write_weights(relative, fitted_on, len(questions) + len(tasks), objective)
     if not args.no_write:
         replace_section(RESULTS, SECTION, body)
     print(f"cv_repos: {time.perf_counter() - started:.1f} s", file=sys.stderr)

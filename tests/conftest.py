@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -163,3 +164,19 @@ def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tiny_qwen3 import write_tiny_qwen3
 
     return write_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3") / "tiny-qwen3.gguf")
+
+
+# ----------------------------------------------------------------------------- MCP tool results
+
+
+def payload(result: Any) -> dict[str, Any]:
+    """A successful tool result's structured content."""
+    assert not result.is_error, result.content
+    content: dict[str, Any] = result.structured_content or json.loads(result.content[0].text)
+    return content
+
+
+def error_text(result: Any) -> str:
+    """A tool error's message."""
+    assert result.is_error, result
+    return str(result.content[0].text)

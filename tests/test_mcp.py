@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -17,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import SAMPLE_FILES, write_repo
+from conftest import SAMPLE_FILES, error_text, payload, write_repo
 from fastrag.indexing.builder import IndexParams, build_index
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
@@ -43,19 +41,6 @@ def environment() -> dict[str, str]:
     """The server's environment: offline, no user model choice."""
     env = {k: v for k, v in os.environ.items() if k != "FASTRAG_MODEL"}
     return {**env, "HF_HUB_OFFLINE": "1", "PYTHONIOENCODING": "utf-8"}
-
-
-def payload(result: Any) -> dict[str, Any]:
-    """A successful tool result's structured content."""
-    assert not result.is_error, result.content
-    content: dict[str, Any] = result.structured_content or json.loads(result.content[0].text)
-    return content
-
-
-def error_text(result: Any) -> str:
-    """A tool error's message."""
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 async def exercise(session: ClientSession) -> None:

@@ -3,7 +3,6 @@ through the SDK's stdio client; the server keeps running after every bad argumen
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -14,23 +13,10 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from conftest import SAMPLE_FILES, write_repo
+from conftest import SAMPLE_FILES, error_text, payload, write_repo
 from fastrag.server.budget import estimate, fit
 
 BIG = "\n".join(f"def helper_{i}():\n    return 'Engine {i}'  # Engine" for i in range(400)) + "\n"
-
-
-def payload(result: Any) -> dict[str, Any]:
-    """A successful tool result's structured content."""
-    assert not result.is_error, result.content
-    content: dict[str, Any] = result.structured_content or json.loads(result.content[0].text)
-    return content
-
-
-def error_text(result: Any) -> str:
-    """A tool error's message."""
-    assert result.is_error, result
-    return str(result.content[0].text)
 
 
 @pytest.fixture(scope="module")
