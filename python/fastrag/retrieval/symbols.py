@@ -13,7 +13,7 @@ forward declaration); then by path. :func:`outline` gives a file's definitions a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fastrag.errors import UsageError
@@ -49,15 +49,7 @@ class Definition:
 
     def as_json(self) -> dict[str, Any]:
         """The JSON form the MCP tool returns."""
-        return {
-            "path": self.path,
-            "first_line": self.first_line,
-            "last_line": self.last_line,
-            "kind": self.kind,
-            "name": self.name,
-            "signature": self.signature,
-            "parents": list(self.parents),
-        }
+        return {**asdict(self), "parents": list(self.parents)}
 
 
 @dataclass(slots=True)
