@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from fastrag import _core
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.chunking import chunk_file
-from fastrag.indexing.texts import Definitions, defined_names
+from fastrag.indexing.records import FileRecord
+from fastrag.indexing.symbols import file_symbols
+from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
 from fastrag.retrieval.precision import FEATURES, FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
@@ -398,3 +400,71 @@ def test_a_files_definitions_within_a_span_are_those_of_its_text() -> None:
     assert defines.within(step, source.index("\n\n    async"), "class Engine:") == ["Engine", "step"]
     assert defines.within(0, len(source)) == ["Engine", "main", "run", "step"]
     assert Definitions("no definitions here").within(0, 19) == []
+
+
+GO_SOURCE = """package web
+
+// Context carries a request.
+type Context struct {
+    Keys map[string]any
+}
+
+// JSON writes obj as the response body.
+func (c *Context) JSON(code int, obj any) {
+    c.Render(code, obj)
+}
+
+func helper() int {
+    return 1
+}
+"""
+
+
+def test_parsed_files_define_what_their_parse_finds() -> None:
+    # a Go method on a receiver is no "func NAME" line, yet the parse knows it defines JSON
+    record = FileRecord("web/context.go", 0, 0, "", [], [], file_symbols("web/context.go", GO_SOURCE))
+    defines = definitions_of(record, GO_SOURCE)
+    assert isinstance(defines, SymbolDefinitions)
+    method = GO_SOURCE.index("// JSON")
+    body = GO_SOURCE.index("    c.Render")
+    assert defines.within(0, len(GO_SOURCE)) == ["Context", "JSON", "helper"]
+    assert defines.within(method, GO_SOURCE.index("func helper")) == ["JSON"]
+    # a span inside the method's body lies inside its definition; one running past it does not
+    assert defines.within(body, body + 5) == ["JSON"]
+    assert defines.within(body, len(GO_SOURCE)) == ["helper"]
+    assert Definitions(GO_SOURCE).within(0, len(GO_SOURCE)) == ["Context", "helper"]
+    # a file without a grammar keeps the definition lines (Markdown's code blocks)
+    prose = "# Guide\n\n```python\nclass Engine:\n    pass\n```\n"
+    text_record = FileRecord("guide.md", 0, 0, "", [], [], file_symbols("guide.md", prose))
+    assert definitions_of(text_record, prose).within(0, len(prose)) == ["Engine"]
+
+
+def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "lib").mkdir(parents=True)
+    body = "".join(f"        self.retries_{i} = max_retries + {i}  # adapter retry slot\n" for i in range(60))
+    adapters = (
+        "class BaseAdapter:\n    pass\n\n\n"
+        "class HTTPAdapter(BaseAdapter):\n    '''The transport adapter.'''\n\n"
+        "    def __init__(self, max_retries=0):\n" + body + "\n"
+        "    def send(self, request):\n        return HTTPAdapter.build(request)  # HTTPAdapter HTTPAdapter\n"
+    )
+    (repo / "lib" / "adapters.py").write_text(adapters)
+    (repo / "lib" / "sessions.py").write_text(
+        "from lib.adapters import HTTPAdapter\n\n\ndef mount():\n    return HTTPAdapter(), HTTPAdapter()\n"
+    )
+    build_index(
+        repo, tmp_path / "index", IndexParams(max_chunk_size=600, target_size=600), display_root="repo", progress=False
+    )
+    retriever = Retriever.open(tmp_path / "index")
+    head = adapters.index("class HTTPAdapter")
+    heads = retriever.precision.heads
+    assert heads is not None
+    grades = heads("HTTPAdapter")
+    chunks = retriever.index.chunks
+    holding = {c for c in range(len(chunks)) if chunks.start[c] <= head < chunks.end[c] and chunks.file[c] == 0}
+    assert grades and {c for c, g in grades.items() if g == 1.0} == holding
+    first = retriever.search("HTTPAdapter", 5, "lexical")[0]
+    assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end
+    # not one name: no definition is looked up
+    assert heads("how adapters retry") == {}

@@ -36,6 +36,7 @@ __all__ = [
     "SYMBOL_COLUMNS",
     "Symbol",
     "file_symbols",
+    "is_parsed",
     "kind_of",
     "module_name",
     "symbols_table",
@@ -139,13 +140,23 @@ def module_name(rel_path: str) -> str:
     return stem
 
 
+_PYTHON = (".py", ".pyi")
+
+
+def is_parsed(rel_path: str) -> bool:
+    """Whether :func:`file_symbols` parses the file (Python or a grammar's suffix), rather than
+    knowing only the module it is."""
+    ext = os.path.splitext(rel_path)[1].lower()
+    return ext in _PYTHON or ext in GRAMMAR_OF_SUFFIX
+
+
 def file_symbols(rel_path: str, text: str) -> list[Symbol]:
     """Every definition of ``text``, the content of ``rel_path``: the module first, then in source order."""
     lines = len(text.splitlines()) or 1
     symbols = [Symbol(module_name(rel_path), "module", 1, lines, rel_path)]  # every other one's root
     ext = os.path.splitext(rel_path)[1].lower()
     try:
-        if ext in (".py", ".pyi"):
+        if ext in _PYTHON:
             symbols += _python_symbols(text)
         elif ext in GRAMMAR_OF_SUFFIX:
             symbols += _syntax_symbols(GRAMMAR_OF_SUFFIX[ext], text)

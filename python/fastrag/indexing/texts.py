@@ -14,6 +14,7 @@ from fastrag.indexing.chunking import Chunk
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.sources import display_path
+from fastrag.indexing.symbols import Symbol, is_parsed
 
 __all__ = ["DEFINITION", "Definitions", "IndexedTexts", "defined_names", "indexed_texts", "with_body"]
 
@@ -27,6 +28,9 @@ DEFINITION = re.compile(
     r"(?:def|class|fn|func|function|struct|enum|trait|interface|type|impl)\s+([A-Za-z_]\w*)",
     re.MULTILINE,
 )
+
+
+_NEWLINE = re.compile(r"\n")
 
 
 class IndexedTexts(NamedTuple):
@@ -50,7 +54,7 @@ def indexed_texts(
     for record in records:
         text = read_indexed_text(repo_path / record.rel_path, record.digest)
         shown = display_path(prefix, record.rel_path)
-        defines = Definitions(text)
+        defines = definitions_of(record, text)
         for c in record.chunks:
             docs.append(f"{shown}\n{c.context}\n{text[c.start : c.end]}")
             definitions.append(" ".join(defines.within(c.start, c.end, c.context)))
@@ -84,6 +88,47 @@ class Definitions:
         while i < len(found) and found[i][1] <= end:
             names.add(found[i][2])
             i += 1
+        return sorted(names)
+
+
+#: Kinds of :mod:`fastrag.indexing.symbols` definition that name what a chunk defines for ranking: a
+#: module is every file's, and assignments (constants, variables) are mostly not what a question asks
+#: about (counted as definitions, they lost recall: docs/retrieval.md, "Definitions").
+_NOT_DEFINING = frozenset({"module", "constant", "variable"})
+
+
+def definitions_of(record: FileRecord, text: str) -> Definitions | SymbolDefinitions:
+    """The definitions of a file's spans: from the parse's symbols where the file has a grammar
+    (or is Python), else from its definition lines (:data:`DEFINITION`: text, Markdown's code)."""
+    if record.symbols is not None and is_parsed(record.rel_path):
+        return SymbolDefinitions(text, record.symbols)
+    return Definitions(text)
+
+
+class SymbolDefinitions:
+    """A parsed file's definitions (:func:`~fastrag.indexing.symbols.file_symbols`) by span: those
+    whose first line starts inside the span, and those the whole span lies inside (its enclosing
+    class, function, ``impl`` or module block), as :meth:`Definitions.within` answers from definition
+    lines and the chunk's enclosing signatures."""
+
+    def __init__(self, text: str, symbols: list[Symbol]) -> None:
+        """Where each kept definition's first line starts in ``text``, and where its last line ends."""
+        starts = [0]
+        starts.extend(m.end() for m in _NEWLINE.finditer(text))
+        kept = [s for s in symbols if s.kind not in _NOT_DEFINING]
+
+        def line(n: int) -> int:
+            return starts[min(max(n, 1), len(starts)) - 1]
+
+        self._found = sorted(
+            (line(s.first), line(s.last + 1) if s.last < len(starts) else len(text), s.name) for s in kept
+        )
+
+    def within(self, start: int, end: int, context: str = "") -> list[str]:
+        """The names defined on the lines that start in ``[start, end)`` and those of the
+        definitions around the whole span, sorted, each once (``context`` is not needed: the parse
+        knows the enclosing definitions)."""
+        names = {name for first, last, name in self._found if start <= first < end or (first < start and last >= end)}
         return sorted(names)
 
 

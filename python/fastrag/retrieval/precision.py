@@ -145,8 +145,10 @@ class Precision:
         file_of: Sequence[int],
         definitions: Scorer | None = None,
         weights: Sequence[float] = RELATIVE_WEIGHTS,
+        heads: Callable[[str], dict[int, float]] | None = None,
     ) -> None:
         self.scorer = scorer
+        self.heads = heads
         self.paths = paths
         self.file_of = file_of
         self.definitions = definitions
@@ -217,7 +219,12 @@ class Precision:
         The definitions index keeps identifiers whole, so a positive score of the name alone
         means the chunk defines that name, not one that merely contains its parts.
         """
-        if self.definitions is None or not is_symbol_query(query.text):
+        if not is_symbol_query(query.text):
+            return [0.0] * len(chunk_ids)
+        if self.heads is not None:
+            grades = self.heads(query.text)
+            return [grades.get(cid, 0.0) for cid in chunk_ids]
+        if self.definitions is None:
             return [0.0] * len(chunk_ids)
         scores = self.definitions.score_docs(symbol_name(query.text), chunk_ids)
         return [1.0 if score > 0 else 0.0 for score in scores]

@@ -22,6 +22,7 @@ from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
 from fastrag.retrieval.query import analyse, asks_where
+from fastrag.retrieval.symbols import DefinitionHeads
 from fastrag.schemas import MinimalSource
 
 if TYPE_CHECKING:
@@ -81,7 +82,11 @@ class Retriever:
     def __init__(self, index: LoadedIndex, models_dir: Path = DEFAULT_MODELS_DIR) -> None:
         self.index = index
         self.lexical = LexicalSearcher(index.bm25)
-        self.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file, index.definitions)
+        self._texts = FileTexts(index)
+        heads = DefinitionHeads(index, self._texts.get)
+        self.precision = Precision(
+            index.bm25, index.chunks.paths, index.chunks.file, index.definitions, heads=heads.grades
+        )
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
         self.focus = FOCUS
@@ -101,7 +106,6 @@ class Retriever:
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
         self._embedder_lock = threading.Lock()
-        self._texts: FileTexts | None = None
 
     @classmethod
     def open(
@@ -223,8 +227,6 @@ class Retriever:
 
     def _recut(self, hits: list[Hit], query: Query) -> list[Hit]:
         """``hits`` narrowed to :attr:`focus` characters around their densest evidence."""
-        if self._texts is None:
-            self._texts = FileTexts(self.index)
         bm25 = self.index.bm25
 
         def tokenize_lines(lines: list[str]) -> list[list[str]]:

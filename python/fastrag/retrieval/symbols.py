@@ -13,14 +13,15 @@ forward declaration); then by path. :func:`outline` gives a file's definitions a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fastrag.errors import UsageError
+from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import LoadedIndex, SymbolTable
 from fastrag.indexing.symbols import KINDS
 
-__all__ = ["Definition", "OutlineNode", "definition_name", "find_definitions", "outline"]
+__all__ = ["Definition", "DefinitionHeads", "OutlineNode", "definition_name", "find_definitions", "outline"]
 
 #: Longest name looked up.
 MAX_NAME_CHARS = 200
@@ -141,6 +142,61 @@ def find_definitions(
         )
     ranked.sort(key=lambda pair: pair[0])
     return [d for _, d in ranked]
+
+
+#: Definitions of a name whose chunks a one-identifier query's ranking looks at (the best first).
+MAX_HEADS = 8
+
+
+class DefinitionHeads:
+    """Which chunks hold the first line of a name's definitions, as :func:`find_definitions` ranks them:
+    what a one-identifier query (``HTTPAdapter``, ``Sinatra::Helpers``) asks to see first, rather than a
+    chunk that merely lies inside the definition or calls it. ``text_of`` gives an indexed file's text by
+    its path in results (``None`` when it changed since), to turn lines into the chunks' offsets."""
+
+    def __init__(self, index: LoadedIndex, text_of: Callable[[str], str | None]) -> None:
+        self.index = index
+        self.text_of = text_of
+        self._chunks_of: dict[int, list[int]] | None = None
+        self._file_of: dict[str, int] | None = None
+
+    def grades(self, query: str) -> dict[int, float]:
+        """Chunk id → 1.0 for the chunks holding the first line of the name's best definition, 0.5 for
+        another definition of the name in the same case, 0.25 in another case; empty when the query
+        is not one name or the index keeps no definitions."""
+        try:
+            name, qualifiers = definition_name(query)
+            found = find_definitions(self.index.symbols, self.index.chunks.paths, name, qualifiers)[:MAX_HEADS]
+        except (UsageError, UserError):
+            return {}
+        chunks = self.index.chunks
+        if self._chunks_of is None or self._file_of is None:
+            self._file_of = {path: i for i, path in enumerate(chunks.paths)}
+            self._chunks_of = {}
+            for cid, file in enumerate(chunks.file):
+                self._chunks_of.setdefault(file, []).append(cid)
+        grades: dict[int, float] = {}
+        for rank, d in enumerate(found):
+            text = self.text_of(d.path)
+            if text is None:
+                continue
+            head = _line_start(text, d.first_line)
+            grade = 1.0 if rank == 0 else 0.5 if d.name == name else 0.25
+            for cid in self._chunks_of.get(self._file_of[d.path], ()):
+                if chunks.start[cid] <= head < chunks.end[cid] and grades.get(cid, 0.0) < grade:
+                    grades[cid] = grade
+        return grades
+
+
+def _line_start(text: str, line: int) -> int:
+    """Offset of the first character of 1-based ``line`` in ``text`` (its end for a line past it)."""
+    offset = 0
+    for _ in range(line - 1):
+        found = text.find("\n", offset)
+        if found < 0:
+            return len(text)
+        offset = found + 1
+    return offset
 
 
 def outline(index: LoadedIndex, path: str) -> list[OutlineNode]:
