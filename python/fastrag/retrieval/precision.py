@@ -65,8 +65,9 @@ from fastrag.retrieval.query import Query
 #: its first-stage score / the list's best, the file-name match, the definitions the question
 #: names, for a query not asked as a full question (keywords, an identifier: they ask where code is)
 #: the share of its words that name the file's path, whether the file is a test, an example, for such
-#: a query whether it is documentation, and whether the chunk defines the name a one-identifier query
-#: asks for. A full question's many words match deep paths by chance (path words on vLLM's questions
+#: a query whether it is documentation, and whether the chunk opens a definition of the name a
+#: one-identifier query asks for (graded by how :func:`~fastrag.retrieval.symbols.find_definitions`
+#: ranks that definition). A full question's many words match deep paths by chance (path words on vLLM's questions
 #: cost docs R@5 0.008), and it may well want the page that explains it. (The BM25 score of the question's
 #: identifier variants was a feature until pooled cross-validation showed it earned +0.004
 #: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
@@ -213,8 +214,11 @@ class Precision:
         return [score / top for score in self.definitions.score_docs(text, chunk_ids)]
 
     def defines_symbol(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
-        """1.0 for each chunk that defines (or lies inside the definition of) the very name a
-        one-identifier query asks for (:func:`~fastrag.retrieval.evidence.is_symbol_query`), else 0.0.
+        """For a one-identifier query (:func:`~fastrag.retrieval.evidence.is_symbol_query`), each
+        chunk's grade from ``heads`` (:class:`~fastrag.retrieval.symbols.DefinitionHeads`: it holds the
+        first line of the name's best definition, of another, or of none); else 0.0. A stage built
+        without ``heads`` falls back to 1.0 for a chunk that defines (or lies inside the definition of)
+        the name by the definitions index.
 
         The definitions index keeps identifiers whole, so a positive score of the name alone
         means the chunk defines that name, not one that merely contains its parts.
