@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from fastrag import _core
+from fastrag.retrieval.evidence import is_symbol_query, symbol_name
 from fastrag.retrieval.retriever import clean_query
 
 #: Longest snippet printed, in characters (a longer line is cut and ends with an ellipsis).
@@ -13,13 +16,26 @@ def best_line(text: str, start: int, end: int, query: str) -> str:
     """The non-blank line of ``text[start:end]`` with the best BM25 score for ``query`` among the span's lines.
 
     The query is cleaned as retrieval cleans it (:func:`~fastrag.retrieval.retriever.clean_query`). Ties go
-    to the earlier line; without any query term the span's first non-blank line is returned.
+    to the earlier line; without any query term the span's first non-blank line is returned. A query that
+    is one identifier shows the first line that spells it whole, when one does (its definition, a call).
     Whitespace is collapsed and the line cut to :data:`SNIPPET_CHARS`; empty for a blank span.
     """
     lines = [" ".join(line.split()) for line in text[start:end].splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    ids, _ = _core.Bm25Index.build(lines).search(clean_query(query), 1)
-    line = lines[ids[0]] if ids else lines[0]
+    named = _named_line(lines, query)
+    if named is not None:
+        line = named
+    else:
+        ids, _ = _core.Bm25Index.build(lines).search(clean_query(query), 1)
+        line = lines[ids[0]] if ids else lines[0]
     return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1].rstrip() + "…"
+
+
+def _named_line(lines: list[str], query: str) -> str | None:
+    """For a one-identifier query, the first of ``lines`` holding its name as a whole word, else ``None``."""
+    if not is_symbol_query(query):
+        return None
+    word = re.compile(rf"(?<![\w$]){re.escape(symbol_name(query))}(?![\w$])")
+    return next((line for line in lines if word.search(line)), None)
