@@ -83,6 +83,7 @@ _KIND_WORDS: tuple[tuple[str, str], ...] = (
 )
 #: Suffixes of a file named after its folder (``pkg/__init__.py`` is module ``pkg``).
 _INDEX_STEMS = frozenset({"__init__", "mod", "index", "lib", "main"})
+_NEWLINE = re.compile(r"\n")
 _QUALIFIED = re.compile(r"(?:::|\.|->|\\)")
 
 
@@ -124,6 +125,12 @@ def symbols_table(per_file: list[list[Symbol]]) -> dict[str, list[Any]]:
                 table[column].append(value)
             table["parent"].append(base + s.parent if s.parent >= 0 else -1)
     return table
+
+
+def line_offsets(text: str) -> list[int]:
+    """Offset at which each line of ``text`` starts, lines broken at ``\\n`` as a :class:`Symbol`'s
+    1-based line numbers count them: line ``n`` starts at ``line_offsets(text)[n - 1]``."""
+    return [0, *(m.end() for m in _NEWLINE.finditer(text))]
 
 
 def kind_of(node_type: str) -> str:

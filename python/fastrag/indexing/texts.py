@@ -14,7 +14,7 @@ from fastrag.indexing.chunking import Chunk
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.sources import display_path
-from fastrag.indexing.symbols import Symbol, is_parsed
+from fastrag.indexing.symbols import Symbol, is_parsed, line_offsets
 
 __all__ = ["DEFINITION", "Definitions", "IndexedTexts", "defined_names", "indexed_texts", "with_body"]
 
@@ -28,9 +28,6 @@ DEFINITION = re.compile(
     r"(?:def|class|fn|func|function|struct|enum|trait|interface|type|impl)\s+([A-Za-z_]\w*)",
     re.MULTILINE,
 )
-
-
-_NEWLINE = re.compile(r"\n")
 
 
 class IndexedTexts(NamedTuple):
@@ -113,8 +110,7 @@ class SymbolDefinitions:
 
     def __init__(self, text: str, symbols: list[Symbol]) -> None:
         """Where each kept definition's first line starts in ``text``, and where its last line ends."""
-        starts = [0]
-        starts.extend(m.end() for m in _NEWLINE.finditer(text))
+        starts = line_offsets(text)
         kept = [s for s in symbols if s.kind not in _NOT_DEFINING]
 
         def line(n: int) -> int:
@@ -123,13 +119,16 @@ class SymbolDefinitions:
         self._found = sorted(
             (line(s.first), line(s.last + 1) if s.last < len(starts) else len(text), s.name) for s in kept
         )
+        self._firsts = [first for first, _, _ in self._found]
 
     def within(self, start: int, end: int, context: str = "") -> list[str]:
         """The names defined on the lines that start in ``[start, end)`` and those of the
         definitions around the whole span, sorted, each once (``context`` is not needed: the parse
         knows the enclosing definitions)."""
-        names = {name for first, last, name in self._found if start <= first < end or (first < start and last >= end)}
-        return sorted(names)
+        i = bisect.bisect_left(self._firsts, start)
+        inside = self._found[i : bisect.bisect_left(self._firsts, end, lo=i)]
+        around = (found for found in self._found[:i] if found[1] >= end)
+        return sorted({name for _, _, name in (*inside, *around)})
 
 
 def with_body(headings: list[Chunk], size: int) -> Iterator[tuple[Chunk, int]]:

@@ -58,7 +58,7 @@ from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
 from fastrag.indexing.sources import Sources, display_path
-from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind, symbol_name
+from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind
 from fastrag.retrieval.query import Query
 
 #: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
@@ -216,22 +216,13 @@ class Precision:
     def defines_symbol(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
         """For a one-identifier query (:func:`~fastrag.retrieval.evidence.is_symbol_query`), each
         chunk's grade from ``heads`` (:class:`~fastrag.retrieval.symbols.DefinitionHeads`: it holds the
-        first line of the name's best definition, of another, or of none); else 0.0. A stage built
-        without ``heads`` falls back to 1.0 for a chunk that defines (or lies inside the definition of)
-        the name by the definitions index.
-
-        The definitions index keeps identifiers whole, so a positive score of the name alone
-        means the chunk defines that name, not one that merely contains its parts.
+        first line of the name's best definition, of another, or of none); else, and for a stage built
+        without ``heads``, 0.0.
         """
-        if not is_symbol_query(query.text):
+        if self.heads is None or not is_symbol_query(query.text):
             return [0.0] * len(chunk_ids)
-        if self.heads is not None:
-            grades = self.heads(query.text)
-            return [grades.get(cid, 0.0) for cid in chunk_ids]
-        if self.definitions is None:
-            return [0.0] * len(chunk_ids)
-        scores = self.definitions.score_docs(symbol_name(query.text), chunk_ids)
-        return [1.0 if score > 0 else 0.0 for score in scores]
+        grades = self.heads(query.text)
+        return [grades.get(cid, 0.0) for cid in chunk_ids]
 
     def _kind(self, file_index: int) -> tuple[float, float, float]:
         """Whether the file is a test, an example, documentation (1.0 or 0.0 each), cached per file."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from fastrag.indexing.chunking.grammars import parser, parser_bytes
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX
+from fastrag.indexing.symbols import line_offsets
 
 __all__ = ["PLACES", "FileReferences", "Reference", "classify", "find_references", "word_pattern"]
 
@@ -141,7 +142,7 @@ def find_references(
         if limit is not None and sum(len(f.references) for f in found) >= limit:
             continue
         places = classify(path, text, offsets, len(name))
-        line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        line_starts = line_offsets(text)
         group = FileReferences(path)
         for start, place in zip(offsets, places):
             row = bisect_right(line_starts, start) - 1

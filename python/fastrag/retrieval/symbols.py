@@ -19,7 +19,7 @@ from typing import Any
 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import LoadedIndex, SymbolTable
-from fastrag.indexing.symbols import KINDS
+from fastrag.indexing.symbols import KINDS, line_offsets
 
 __all__ = ["Definition", "DefinitionHeads", "OutlineNode", "definition_name", "find_definitions", "outline"]
 
@@ -180,23 +180,13 @@ class DefinitionHeads:
             text = self.text_of(d.path)
             if text is None:
                 continue
-            head = _line_start(text, d.first_line)
+            starts = line_offsets(text)
+            head = starts[d.first_line - 1] if 0 < d.first_line <= len(starts) else len(text)
             grade = 1.0 if rank == 0 else 0.5 if d.name == name else 0.25
             for cid in self._chunks_of.get(self._file_of[d.path], ()):
                 if chunks.start[cid] <= head < chunks.end[cid] and grades.get(cid, 0.0) < grade:
                     grades[cid] = grade
         return grades
-
-
-def _line_start(text: str, line: int) -> int:
-    """Offset of the first character of 1-based ``line`` in ``text`` (its end for a line past it)."""
-    offset = 0
-    for _ in range(line - 1):
-        found = text.find("\n", offset)
-        if found < 0:
-            return len(text)
-        offset = found + 1
-    return offset
 
 
 def outline(index: LoadedIndex, path: str) -> list[OutlineNode]:
