@@ -121,8 +121,10 @@ def render(figures: dict[str, Any]) -> str:
             f"| a checkout of {figures['checkout_files']} files | {figures['checkout_builds']} incremental build(s) |",
             "",
             (
-                "An incremental build re-chunks only the changed files but refits BM25 over every chunk and rewrites "
-                "the generation's tables: that, not the watcher (150 ms debounce), is what an edit waits for."
+                "An incremental build re-chunks and tokenizes only the changed files (the others' BM25 documents are "
+                "runs of the live generation's indexes, joined by the core), then rewrites the generation's tables: "
+                "that, the watcher's 150 ms debounce and the reader's load of the new generation are what an edit "
+                "waits for."
             ),
             "",
         ]

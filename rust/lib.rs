@@ -220,6 +220,25 @@ impl Bm25Index {
         Ok(Self { inner })
     }
 
+    /// One index over runs of documents, each `(index, start, stop)`: documents `start..stop`
+    /// of `index`, one run after another, scored with the statistics of those documents — equal
+    /// to `build` over their texts. An edit's rebuild: the old index's unchanged runs around an
+    /// index of the edited documents.
+    #[staticmethod]
+    fn concat(py: Python<'_>, pieces: Vec<(PyRef<'_, Bm25Index>, u32, u32)>) -> PyResult<Self> {
+        let parts: Vec<bm25::Piece<'_>> = pieces
+            .iter()
+            .map(|(index, start, stop)| bm25::Piece {
+                index: &index.inner,
+                docs: *start..*stop,
+            })
+            .collect();
+        let inner = py
+            .detach(|| bm25::Bm25Index::concat(&parts))
+            .map_err(|e| PyValueError::new_err(e.0))?;
+        Ok(Self { inner })
+    }
+
     /// Reads an index written by `save`.
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {

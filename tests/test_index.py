@@ -13,8 +13,10 @@ from conftest import write_repo
 from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.indexing import builder as index_module
+from fastrag.indexing import lexical as lexical_module
 from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
 from fastrag.indexing.generations import DEFINITIONS_BM25, current_generation, load_index
+from fastrag.indexing.lexical import BM25_FILES, texts_fingerprint
 from fastrag.retrieval.retriever import Retriever
 
 QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
@@ -179,3 +181,42 @@ def test_markdown_layers_are_indexed_but_not_primary(tmp_path: Path) -> None:
     assert hit.file_path == "repo/docs/models.md"
     assert "Family42ForCausalLM" in MODELS_DOC[hit.start : hit.end]
     assert hit.end - hit.start <= TABLE_WINDOW_SIZE  # the window, not a 2,000-character chunk
+
+
+def test_an_edit_tokenizes_only_the_changed_files_and_equals_a_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = write_repo(tmp_path / "repo")
+    inc, full = tmp_path / "inc", tmp_path / "full"
+    build_index(repo, inc, display_root="repo", progress=False)
+    (repo / "pkg/engine.py").write_text("class LLMEngine:\n    def step(self) -> None:\n        pass\n")
+    (repo / "docs/install.md").unlink()
+    (repo / "docs/new.md").write_text("# Speculative decoding\n\nDraft models propose tokens.\n")
+
+    built: list[int] = []
+    real_build = lexical_module._core.Bm25Index.build
+
+    def counting_build(docs: list[str], **kwargs: object) -> object:
+        built.append(len(docs))
+        return real_build(docs, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lexical_module._core.Bm25Index, "build", staticmethod(counting_build))
+    build_index(repo, inc, display_root="repo", progress=False)
+    monkeypatch.undo()
+    changed = [r for r in json.loads((current_generation(inc) / "files.json").read_text()).items()]
+    new_chunks = sum(len(rec[3]) for rel, rec in changed if rel in ("pkg/engine.py", "docs/new.md"))
+    assert built and sum(built[0::3]) == new_chunks  # the chunks' index: the two changed files' chunks alone
+
+    build_index(repo, full, display_root="repo", progress=False)
+    for name in BM25_FILES:
+        assert (current_generation(inc) / name).read_bytes() == (current_generation(full) / name).read_bytes()
+    assert snapshot(inc) == snapshot(full)
+
+
+def test_documents_are_reused_only_from_texts_made_alike(tmp_path: Path) -> None:
+    assert texts_fingerprint("") == texts_fingerprint("")
+    assert texts_fingerprint("") != texts_fingerprint("repo-a")
+    repo = write_repo(tmp_path / "repo")
+    build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
+    manifest = json.loads((current_generation(tmp_path / "ix") / "manifest.json").read_text())
+    assert manifest["texts"] == texts_fingerprint("")

@@ -107,6 +107,13 @@ class Bm25Index:
         tokenizer, or there are none."""
 
     @staticmethod
+    def concat(pieces: Sequence[tuple[Bm25Index, int, int]]) -> Bm25Index:
+        """One index over runs of documents, each ``(index, start, stop)`` (documents
+        ``start..stop`` of ``index``), one after another, scored with the statistics of those
+        documents: equal to :meth:`build` over their texts. ``ValueError`` when the indexes
+        differ in parameters or tokenizer, a run lies outside its index, or there is none."""
+
+    @staticmethod
     def load(path: str | os.PathLike[str]) -> Bm25Index:
         """Read an index written by :meth:`save` (``FileNotFoundError``, ``OSError``,
         :class:`IndexFormatError`)."""

@@ -55,6 +55,7 @@ use rayon::prelude::*;
 use crate::tokenizer::{for_each_token, tokenize, TokenizerConfig};
 
 use build::{mean, Postings};
+pub use merge::Piece;
 pub use prune::RangeMax;
 use prune::{Pruning, Run};
 use simd::prefetch;

@@ -554,6 +554,71 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// An edit's rebuild: documents `start..stop` of an index replaced by others, as the old
+    /// index's runs around an index of the new documents, equals the index built over the
+    /// edited list, array for array (terms only the removed documents held are gone).
+    #[test]
+    fn concat_of_runs_equals_one_build(
+        docs in prop::collection::vec(
+            prop::collection::vec(skewed_word(), 0..60).prop_map(|w| w.join(" ")), 1..40),
+        fresh in prop::collection::vec(
+            prop::collection::vec(skewed_word(), 0..60).prop_map(|w| w.join(" ")), 0..6),
+        cut in (0usize..64, 0usize..64),
+        k1 in prop::sample::select(vec![0.0, 0.5, 1.2, 3.0]),
+        b in prop::sample::select(vec![0.0, 0.3, 0.75, 1.0]),
+    ) {
+        let p = Bm25Params { k1, b };
+        let (lo, hi) = (cut.0 % (docs.len() + 1), cut.1 % (docs.len() + 1));
+        let (start, stop) = (lo.min(hi), lo.max(hi));
+        let mut edited: Vec<String> = docs[..start].to_vec();
+        edited.extend(fresh.iter().cloned());
+        edited.extend(docs[stop..].iter().cloned());
+        prop_assume!(!edited.is_empty());
+        let old = Bm25Index::build(&docs, p, TokenizerConfig::DEFAULT).unwrap();
+        let new = Bm25Index::build(&fresh, p, TokenizerConfig::DEFAULT).unwrap();
+        let pieces = [
+            Piece { index: &old, docs: 0..start as u32 },
+            Piece::whole(&new),
+            Piece { index: &old, docs: stop as u32..docs.len() as u32 },
+        ];
+        let whole = Bm25Index::build(&edited, p, TokenizerConfig::DEFAULT).unwrap();
+        prop_assert_eq!(Bm25Index::concat(&pieces).unwrap(), whole);
+    }
+}
+
+#[test]
+fn concat_rejects_runs_outside_their_index() {
+    let docs = corpus();
+    let a = Bm25Index::build(&docs, Bm25Params::DEFAULT, TokenizerConfig::DEFAULT).unwrap();
+    let n = docs.len() as u32;
+    assert!(Bm25Index::concat(&[Piece {
+        index: &a,
+        docs: 0..n + 1
+    }])
+    .is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = Piece {
+        index: &a,
+        docs: 3..1,
+    };
+    assert!(Bm25Index::concat(&[backwards]).is_err());
+    assert!(Bm25Index::concat(&[]).is_err());
+    let halves = [
+        Piece {
+            index: &a,
+            docs: 0..2,
+        },
+        Piece {
+            index: &a,
+            docs: 2..n,
+        },
+    ];
+    assert_eq!(Bm25Index::concat(&halves).unwrap(), a);
+}
+
 #[test]
 fn merge_recovers_large_term_frequencies() {
     let mut docs = corpus();

@@ -1,9 +1,10 @@
 """Build and update the index: corpus → chunks → lexical index → a new generation.
 
 Incremental: a file whose size and modification time are unchanged is not read again; one
-whose content hash is unchanged is not chunked again. BM25 is refitted over all chunks since
-its statistics (idf, average length) are global. Changing any :class:`IndexParams` field
-rebuilds everything. See :mod:`fastrag.indexing.generations` for the on-disk layout.
+whose content hash is unchanged is not chunked again, and its BM25 documents are runs of the live
+generation's indexes, joined with the changed files' new ones under the statistics of the whole
+(:mod:`fastrag.indexing.lexical`: the index a full build gives, array for array). Changing any
+:class:`IndexParams` field rebuilds everything. See :mod:`fastrag.indexing.generations` for the on-disk layout.
 
 Vectors (``IndexParams.embed``, ``index --vectors``): the primary chunks of the selected kind of
 file (default: Markdown/reST) are embedded as "file path, heading path, span" cut at
@@ -23,12 +24,12 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from fastrag import _core
 from fastrag.config import OV_CACHE_DIR_NAME, TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
@@ -46,12 +47,9 @@ from fastrag.indexing.corpus import (
     walk,
 )
 from fastrag.indexing.generations import (
-    CHUNKS_BM25,
     CHUNKS_TABLE,
-    DEFINITIONS_BM25,
     FILES_TABLE,
     FORMAT_VERSION,
-    HEADINGS_BM25,
     HEADINGS_TABLE,
     SYMBOLS_TABLE,
     clean_leftovers,
@@ -63,10 +61,12 @@ from fastrag.indexing.generations import (
     verify_generation,
 )
 from fastrag.indexing.ignores import IGNORED_BY
+from fastrag.indexing.lexical import BM25_FILES, LexicalIndexes, lexical_indexes, texts_fingerprint
 from fastrag.indexing.records import (
     DEFAULT_EMBED,
     DEFAULT_EMBED_TOKENS,
     EMBED_MODES,
+    Base,
     EmbedSpec,
     FileRecord,
     IndexParams,
@@ -76,7 +76,6 @@ from fastrag.indexing.records import (
 from fastrag.indexing.sources import display_path
 from fastrag.indexing.storage import ensure_writable, write_json_atomic
 from fastrag.indexing.symbols import file_symbols, symbols_table
-from fastrag.indexing.texts import indexed_texts
 from fastrag.indexing.workers import worker_pool
 
 __all__ = [
@@ -174,7 +173,7 @@ def plan_index(
     if not entries:
         raise UserError(f"no indexable files under {repo_path}{_why(skipped)}")
 
-    previous = _load_previous(index_dir, params, root, progress)
+    previous, base = _load_previous(index_dir, params, root, text_prefix, progress)
     records: dict[str, FileRecord] = {}
     to_chunk: list[FileEntry] = []
     for entry in entries:
@@ -215,7 +214,7 @@ def plan_index(
         report.path = current_generation(index_dir)
     ordered = [records[k] for k in sorted(records)]
     report.seconds = time.perf_counter() - started
-    return IndexPlan(repo_path, index_dir, params, root, text_prefix, ordered, report)
+    return IndexPlan(repo_path, index_dir, params, root, text_prefix, ordered, report, base)
 
 
 def finish_index(
@@ -229,11 +228,7 @@ def finish_index(
     started = time.perf_counter()
     repo_path, index_dir, params, root, ordered = plan.repo_path, plan.index_dir, plan.params, plan.root, plan.records
     spec = params.embed_spec()
-    indexed = indexed_texts(repo_path, ordered, plan.text_prefix, params.heading_body)
-    bm25, headings, definitions = (
-        _core.Bm25Index.build(docs, k1=params.k1, b=params.b, stopwords=params.stopwords, parts=parts, stem=params.stem)
-        for docs, parts in ((indexed.chunks, True), (indexed.headings, True), (indexed.definitions, False))
-    )
+    indexes = lexical_indexes(repo_path, ordered, params, plan.text_prefix, plan.base)
     vectors = None
     embed_model = ""
     if spec is not None:
@@ -247,8 +242,11 @@ def finish_index(
     report.path = publish(
         index_dir,
         lambda staging: _write_generation(
-            staging, ordered, (bm25, headings, definitions), params, root, repo_path, vectors, embed_model
+            staging, ordered, indexes, params, root, plan.text_prefix, repo_path, vectors, embed_model
         ),
+    )
+    _PUBLISHED[index_dir.resolve()] = _Published(
+        report.path, params, root, plan.text_prefix, ordered, _Published.stat(report.path)
     )
     report.seconds += time.perf_counter() - started
     return report
@@ -415,16 +413,17 @@ def _embed_cached(
 def _write_generation(
     staging: Path,
     records: list[FileRecord],
-    indexes: tuple[_core.Bm25Index, _core.Bm25Index, _core.Bm25Index],
+    indexes: LexicalIndexes,
     params: IndexParams,
     root: str,
+    text_prefix: str,
     repo_path: Path,
     vectors: VectorIndex | None = None,
     embed_model: str = "",
 ) -> None:
     """Write every file of a generation into ``staging`` (``indexes``: the BM25 indexes of the
     chunks, of the heading lines and of the chunks' definitions)."""
-    for index, name in zip(indexes, (CHUNKS_BM25, HEADINGS_BM25, DEFINITIONS_BM25)):
+    for index, name in zip(indexes, BM25_FILES):
         index.save(str(staging / name))
     if vectors is not None:
         vectors.save(staging)
@@ -449,6 +448,7 @@ def _write_generation(
         "repo_path": str(repo_path.resolve()),
         "display_root": root,
         "params": params.as_dict(),
+        "texts": texts_fingerprint(text_prefix),
         "files": len(records),
         "chunks": len(table["start"]),
         "vectors": len(vectors) if vectors is not None else 0,
@@ -457,27 +457,63 @@ def _write_generation(
     seal_manifest(staging, manifest)
 
 
-def _load_previous(index_dir: Path, params: IndexParams, root: str, progress: bool) -> dict[str, FileRecord]:
-    """The file cache of the live generation, if it was built compatibly and is intact; else empty
-    (a damaged generation is rebuilt whole, and said so when ``progress``)."""
+@dataclass(frozen=True, slots=True)
+class _Published:
+    """A generation this process published: its folder, how it was built, its records in order, and
+    the size and modification time of each of its files (a file changed since is not taken on trust)."""
+
+    path: Path
+    params: IndexParams
+    root: str
+    text_prefix: str
+    records: list[FileRecord]
+    files: tuple[tuple[str, int, int], ...]
+
+    @staticmethod
+    def stat(gen: Path) -> tuple[tuple[str, int, int], ...]:
+        """The name, size and modification time of every file of ``gen``."""
+        found = ((p.name, p.stat()) for p in gen.iterdir())
+        return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in found))
+
+
+#: The last generation this process published into each index folder. A generation does not change
+#: once published, so the next build (a watcher's, after an edit) takes its records from here while
+#: it is the live one and its files are as written, instead of reading and checking files.json
+#: again; its BM25 files are still read with their checksums when reused.
+_PUBLISHED: dict[Path, _Published] = {}
+
+
+def _load_previous(
+    index_dir: Path, params: IndexParams, root: str, text_prefix: str, progress: bool
+) -> tuple[dict[str, FileRecord], Base | None]:
+    """The file cache of the live generation, if it was built compatibly and is intact, and the
+    generation as the base of the lexical indexes when its texts were made as this build makes them;
+    else nothing (a damaged generation is rebuilt whole, and said so when ``progress``)."""
     try:
         gen = current_generation(index_dir)
         if gen is None:
-            return {}
+            return {}, None
+        mine = _PUBLISHED.get(index_dir.resolve())
+        if mine is not None and mine.path.name == gen.name and mine.files == _Published.stat(gen):
+            if (mine.params, mine.root) != (params, root):
+                return {}, None
+            same = mine.text_prefix == text_prefix
+            return {r.rel_path: r for r in mine.records}, Base.of(gen, mine.records) if same else None
         manifest = verify_generation(gen)
         if manifest.get("params") != params.as_dict() or manifest.get("display_root") != root:
-            return {}
+            return {}, None
         raw = verified_json(gen, manifest, FILES_TABLE)
         records = {rel: FileRecord.from_json(rel, rec) for rel, rec in raw.items()}
         if any(r.symbols is None for r in records.values()):
-            return {}  # built before definitions were kept: every file is parsed again, once
-        return records
+            return {}, None  # built before definitions were kept: every file is parsed again, once
+        same_texts = manifest.get("texts") == texts_fingerprint(text_prefix)
+        return records, Base.of(gen, list(records.values())) if same_texts else None
     except UserError as exc:
         if progress and "older format" not in str(exc):
             print(f"fastrag: rebuilding the whole index, the live one cannot be reused ({exc})", file=sys.stderr)
-        return {}
+        return {}, None
     except (ValueError, TypeError, KeyError, AttributeError):
-        return {}
+        return {}, None
 
 
 def _walk(repo_path: Path, ignore: bool, progress: bool) -> tuple[list[FileEntry], list[Skipped]]:

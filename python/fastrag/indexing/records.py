@@ -143,6 +143,20 @@ class IndexReport:
     embed_seconds: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Base:
+    """A live generation whose BM25 documents a build may reuse (:mod:`fastrag.indexing.lexical`): its folder and, in its order, each
+    file's path, digest, chunk count and heading-line count."""
+
+    path: Path
+    files: list[tuple[str, str, int, int]]
+
+    @classmethod
+    def of(cls, path: Path, records: list[FileRecord]) -> Base:
+        """The base of generation ``path``, whose files are ``records`` in the generation's order."""
+        return cls(path, [(r.rel_path, r.digest, len(r.chunks), len(r.headings)) for r in records])
+
+
 @dataclass(slots=True)
 class IndexPlan:
     """A build between :func:`~fastrag.indexing.builder.plan_index` and
@@ -156,3 +170,5 @@ class IndexPlan:
     text_prefix: str
     records: list[FileRecord]
     report: IndexReport
+    #: The live generation whose BM25 documents the build reuses for unchanged files, if any.
+    base: Base | None = None
