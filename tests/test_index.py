@@ -15,7 +15,15 @@ from fastrag.errors import UserError
 from fastrag.indexing import builder as index_module
 from fastrag.indexing import lexical as lexical_module
 from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
-from fastrag.indexing.generations import DEFINITIONS_BM25, current_generation, load_index
+from fastrag.indexing.generations import (
+    CHUNKS_TABLE,
+    DEFINITIONS_BM25,
+    FILES_TABLE,
+    HEADINGS_TABLE,
+    SYMBOLS_TABLE,
+    current_generation,
+    load_index,
+)
 from fastrag.indexing.lexical import BM25_FILES, texts_fingerprint
 from fastrag.retrieval.retriever import Retriever
 
@@ -203,13 +211,13 @@ def test_an_edit_tokenizes_only_the_changed_files_and_equals_a_full_build(
     monkeypatch.setattr(lexical_module._core.Bm25Index, "build", staticmethod(counting_build))
     build_index(repo, inc, display_root="repo", progress=False)
     monkeypatch.undo()
-    changed = [r for r in json.loads((current_generation(inc) / "files.json").read_text()).items()]
+    changed = list(json.loads((current_generation(inc) / FILES_TABLE).read_text()).items())
     new_chunks = sum(len(rec[3]) for rel, rec in changed if rel in ("pkg/engine.py", "docs/new.md"))
     assert built and sum(built[0::3]) == new_chunks  # the chunks' index: the two changed files' chunks alone
 
     build_index(repo, full, display_root="repo", progress=False)
-    for name in BM25_FILES:
-        assert (current_generation(inc) / name).read_bytes() == (current_generation(full) / name).read_bytes()
+    for name in (*BM25_FILES, CHUNKS_TABLE, HEADINGS_TABLE, SYMBOLS_TABLE, FILES_TABLE):
+        assert (current_generation(inc) / name).read_bytes() == (current_generation(full) / name).read_bytes(), name
     assert snapshot(inc) == snapshot(full)
 
 

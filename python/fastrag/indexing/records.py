@@ -102,19 +102,25 @@ class FileRecord:
     chunks: list[Chunk]
     headings: list[Chunk] = field(default_factory=list)
     symbols: list[Symbol] | None = field(default_factory=list)
+    #: The record's :meth:`to_json` form, once made or read (records are never changed: an
+    #: unchanged file's record is written again as it was read).
+    as_json: list[Any] | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> list[Any]:
         """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike],
         [[name, kind, first, last, signature, parent], ...]]``."""
-        spans = [_spans_json(self.chunks), _spans_json(self.headings)]
-        return [self.size, self.mtime_ns, self.digest, *spans, [s.to_json() for s in self.symbols or []]]
+        if self.as_json is None:
+            spans = [_spans_json(self.chunks), _spans_json(self.headings)]
+            self.as_json = [self.size, self.mtime_ns, self.digest, *spans, [s.to_json() for s in self.symbols or []]]
+        return self.as_json
 
     @classmethod
     def from_json(cls, rel_path: str, raw: list[Any]) -> FileRecord:
         """Inverse of :meth:`to_json` (a record without definitions gets ``symbols = None``)."""
         size, mtime_ns, digest, chunks, headings = raw[:5]
         symbols = [Symbol.from_json(s) for s in raw[5]] if len(raw) > 5 else None
-        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings), symbols)
+        kept = raw if symbols is not None else None
+        return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings), symbols, kept)
 
 
 def _spans_json(chunks: list[Chunk]) -> list[list[Any]]:
