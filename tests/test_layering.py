@@ -53,6 +53,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
             "fastrag.indexing.texts",
+            "fastrag.indexing.lexical",
             "fastrag.indexing.catalog",
             "fastrag.indexing.builder",
             "fastrag.indexing.shards",

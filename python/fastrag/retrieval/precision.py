@@ -105,7 +105,11 @@ RELATIVE_WEIGHTS = tuple(_WEIGHTS[f] / _WEIGHTS["first_stage"] for f in FEATURES
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
 #: model names) 30 lost a code question whose file is only found by its name bonus, 50 did not.
-DEPTH = 50
+#: On the benchmark repositories a file that names a short query's subject (``cookies.py`` for
+#: "cookie storage") often has no chunk among the first 50: out of fold by repository, 150, 300
+#: and 600 candidates gave NDCG@10 .833, .838, .838 against .828 (benches/RESULTS.md,
+#: "Cross-validation by repository"), vLLM recall within .008.
+DEPTH = 300
 #: Width of re-cut spans in characters; 0 leaves the spans as the chunker cut them.
 FOCUS = 0
 #: Saturation of a term's count inside a re-cut window (BM25's k1 with no length part).
