@@ -151,8 +151,8 @@ class IndexReport:
 
 @dataclass(frozen=True, slots=True)
 class Base:
-    """A live generation whose BM25 documents a build may reuse (:mod:`fastrag.indexing.lexical`): its folder and, in its order, each
-    file's path, digest, chunk count and heading-line count."""
+    """A live generation whose BM25 documents a build may reuse (:mod:`fastrag.indexing.lexical`): its
+    folder and, in its order, each file's path, digest, chunk count and heading-line count."""
 
     path: Path
     files: list[tuple[str, str, int, int]]

@@ -118,12 +118,16 @@ SYMBOL_COLUMNS = ("file", "name", "kind", "first", "last", "signature", "parent"
 def symbols_table(per_file: list[list[Symbol]]) -> dict[str, list[Any]]:
     """The symbols table of an index whose files (in chunk-table order) define ``per_file``."""
     table: dict[str, list[Any]] = {column: [] for column in SYMBOL_COLUMNS}
+    files, names, kinds, firsts, lasts, signatures, parents = (table[column] for column in SYMBOL_COLUMNS)
     for file, symbols in enumerate(per_file):
-        base = len(table["name"])
-        for s in symbols:
-            for column, value in zip(SYMBOL_COLUMNS, (file, s.name, s.kind, s.first, s.last, s.signature)):
-                table[column].append(value)
-            table["parent"].append(base + s.parent if s.parent >= 0 else -1)
+        base = len(names)
+        files.extend([file] * len(symbols))
+        names.extend([s.name for s in symbols])
+        kinds.extend([s.kind for s in symbols])
+        firsts.extend([s.first for s in symbols])
+        lasts.extend([s.last for s in symbols])
+        signatures.extend([s.signature for s in symbols])
+        parents.extend([base + s.parent if s.parent >= 0 else -1 for s in symbols])
     return table
 
 
