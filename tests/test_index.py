@@ -6,14 +6,15 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import write_repo
+from fastrag import _core
 from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.indexing import builder as index_module
-from fastrag.indexing import lexical as lexical_module
 from fastrag.indexing.builder import IndexParams, build_index, primary_chunks
 from fastrag.indexing.generations import (
     CHUNKS_TABLE,
@@ -202,22 +203,26 @@ def test_an_edit_tokenizes_only_the_changed_files_and_equals_a_full_build(
     (repo / "docs/new.md").write_text("# Speculative decoding\n\nDraft models propose tokens.\n")
 
     built: list[int] = []
-    real_build = lexical_module._core.Bm25Index.build
+    real_build = _core.Bm25Index.build
 
-    def counting_build(docs: list[str], **kwargs: object) -> object:
+    def counting_build(docs: list[str], **kwargs: Any) -> _core.Bm25Index:
         built.append(len(docs))
-        return real_build(docs, **kwargs)  # type: ignore[arg-type]
+        return real_build(docs, **kwargs)
 
-    monkeypatch.setattr(lexical_module._core.Bm25Index, "build", staticmethod(counting_build))
+    monkeypatch.setattr(_core.Bm25Index, "build", staticmethod(counting_build))
     build_index(repo, inc, display_root="repo", progress=False)
     monkeypatch.undo()
-    changed = list(json.loads((current_generation(inc) / FILES_TABLE).read_text()).items())
+    live = current_generation(inc)
+    assert live is not None
+    changed = list(json.loads((live / FILES_TABLE).read_text()).items())
     new_chunks = sum(len(rec[3]) for rel, rec in changed if rel in ("pkg/engine.py", "docs/new.md"))
     assert built and sum(built[0::3]) == new_chunks  # the chunks' index: the two changed files' chunks alone
 
     build_index(repo, full, display_root="repo", progress=False)
+    rebuilt = current_generation(full)
+    assert rebuilt is not None
     for name in (*BM25_FILES, CHUNKS_TABLE, HEADINGS_TABLE, SYMBOLS_TABLE, FILES_TABLE):
-        assert (current_generation(inc) / name).read_bytes() == (current_generation(full) / name).read_bytes(), name
+        assert (live / name).read_bytes() == (rebuilt / name).read_bytes(), name
     assert snapshot(inc) == snapshot(full)
 
 
@@ -226,5 +231,7 @@ def test_documents_are_reused_only_from_texts_made_alike(tmp_path: Path) -> None
     assert texts_fingerprint("") != texts_fingerprint("repo-a")
     repo = write_repo(tmp_path / "repo")
     build_index(repo, tmp_path / "ix", display_root="repo", progress=False)
-    manifest = json.loads((current_generation(tmp_path / "ix") / "manifest.json").read_text())
+    gen = current_generation(tmp_path / "ix")
+    assert gen is not None
+    manifest = json.loads((gen / "manifest.json").read_text())
     assert manifest["texts"] == texts_fingerprint("")
