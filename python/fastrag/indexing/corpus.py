@@ -178,6 +178,17 @@ class FileChanged(UserError):
         super().__init__(f"{path} changed while being indexed ({why}); the previous index is kept: run `index` again")
 
 
+def check_unchanged(path: Path, size: int, mtime_ns: int) -> None:
+    """:class:`FileChanged` unless the file at ``path`` still has the size and modification time it
+    had when this run walked the tree (a file whose indexed documents are reused is not read again)."""
+    try:
+        found = os.stat(path, follow_symlinks=False)
+    except OSError as exc:
+        raise FileChanged(path, exc.strerror or "unreadable") from None
+    if (found.st_size, found.st_mtime_ns) != (size, mtime_ns):
+        raise FileChanged(path, "new content")
+
+
 def read_indexed_text(path: Path, digest: str) -> str:
     """The text of a file chunked earlier in this run, whose content hash was ``digest``.
 

@@ -3,7 +3,8 @@ chunks' definitions.
 
 A full build tokenizes the texts of every file (:func:`~fastrag.indexing.texts.indexed_texts`).
 After an edit, most files are those of the live generation, unchanged: their documents are runs of
-the live generation's indexes, and only the changed files' texts are read and tokenized. The core
+the live generation's indexes, and only the changed files' texts are read and tokenized (the
+others are checked to have kept the size and modification time the walk saw). The core
 joins the runs and the new documents (``Bm25Index.concat``) into the index a full build gives, array
 for array, its statistics (document frequencies, count, average length) those of the whole. That is
 what makes an edit searchable in about a second on vLLM (benches/RESULTS.md, "Freshness").
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from fastrag import _core
 from fastrag.indexing import sources, symbols, texts
+from fastrag.indexing.corpus import check_unchanged
 from fastrag.indexing.generations import CHUNKS_BM25, DEFINITIONS_BM25, HEADINGS_BM25
 from fastrag.indexing.records import Base, FileRecord, IndexParams
 from fastrag.indexing.texts import IndexedTexts, indexed_texts
@@ -96,6 +98,10 @@ def _spliced(
     segments = _segments(records, base)
     if not any(isinstance(s, _Run) for s in segments):
         return None
+    fresh_files = {r.rel_path for s in segments if isinstance(s, list) for r in s}
+    for record in records:  # a reused file is not read again: one edited since the walk is refused
+        if record.rel_path not in fresh_files:
+            check_unchanged(repo_path / record.rel_path, record.size, record.mtime_ns)
     old = tuple(_core.Bm25Index.load(base.path / name) for name in BM25_FILES)
     pieces: tuple[list[tuple[_core.Bm25Index, int, int]], ...] = ([], [], [])
     for segment in segments:
