@@ -60,8 +60,9 @@ Grounding = Literal["model", "fallback", "append", "quote", "lead"]
 GROUNDINGS: tuple[Grounding, ...] = get_args(Grounding)
 #: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold with :data:`KEY_LINES`).
 GROUNDING: Grounding = "lead"
-#: Key lines quoted under the answer (chosen out of fold among 1–4, with :data:`GROUNDING`).
-KEY_LINES = 4
+#: Key lines shown: the first leads the answer, the others are quoted under it (chosen out of fold among
+#: 1–6, with :data:`GROUNDING`).
+KEY_LINES = 6
 #: Of those, the best ones shown first in the prompt (as measured; more cost prompt tokens).
 PROMPT_KEY_LINES = 3
 #: Longest key line, in characters: a longer line is split into sentences, a longer sentence cut.

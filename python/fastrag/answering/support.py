@@ -30,13 +30,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 
 from fastrag.evaluation.answer_metrics import contains, content_words, key_terms
 from fastrag.schemas import CITATION
 
 #: Least :func:`support` of a kept unit (chosen out of fold: benches/RESULTS.md "Grounded answers").
-SUPPORT_THRESHOLD = 0.8
+SUPPORT_THRESHOLD = 1.0
 #: Reasons a unit is dropped, in the order :func:`judge` tests them (then ``repetition``, ``introduces
 #: nothing``, tested by the grounding on the whole answer).
 REASONS = ("empty code block", "invented link", "truncated", "unsupported", "repetition", "introduces nothing")
@@ -55,6 +56,9 @@ _COMMENT = re.compile(r"^\s*(?:#|//|--|/\*|\*|<!--|;)")
 #: How a finished sentence may end (after its citations are set aside).
 _FINISHED = tuple(".!?:;)\"'`*]…")
 ELLIPSIS = "…"
+
+#: The content words of an evidence text, kept for the next unit judged against the same excerpt.
+_evidence_words = lru_cache(maxsize=256)(content_words)
 
 #: The text of the cited ranges ``(path, first, last)``: read from the files.
 RangeText = Callable[[str, int, int], str]
@@ -165,7 +169,7 @@ def support(text: str, evidence: str, question: str = "") -> float:
     words = content_words(text) - content_words(question)
     if not words:
         return 0.0
-    word_share = len(words & content_words(evidence)) / len(words)
+    word_share = len(words & _evidence_words(evidence)) / len(words)
     asked = question.lower()
     terms = {t for t in key_terms(text) if not contains(asked, t)}
     lowered = evidence.lower()
