@@ -256,7 +256,8 @@ def audit(
 ) -> Audit:
     """The check of :func:`judge` on every unit a saved answer to ``question`` shows, against the ranges it cites.
 
-    A unit citing nothing, or a range that cannot be read, is unsupported. ``notices`` are lines that
+    A unit citing nothing, or only ranges that cannot be read, is unsupported (and still checked for
+    links, truncation and empty code blocks against no evidence). ``notices`` are lines that
     claim nothing about the code base (headers, fixed answers) and are skipped.
     """
     result = Audit()
@@ -269,7 +270,9 @@ def audit(
                 continue
         evidence = "\n".join(texts)
         whole = any(unit.bare.rstrip(ELLIPSIS).strip() == t.strip() or _ends_line(unit.bare, t) for t in texts)
-        verdict = judge(unit, evidence, threshold, whole, question) if texts else Verdict(unit, "unsupported", 0.0)
+        verdict = judge(unit, evidence, threshold, whole, question)
+        if not texts and verdict.reason is None:  # nothing cited (or readable): nothing supports it
+            verdict = Verdict(unit, "unsupported", 0.0)
         result.units += 1
         result.supported += verdict.reason is None
         kind = verdict.reason
