@@ -22,10 +22,11 @@ the variant's own support threshold, the shipped one for the variants without).
 **Out of fold**: the questions of the four sets are pooled and cut into 5 folds by question (a hash of the
 question id); for each fold the variant with the best objective on the 4 other folds is chosen, among the
 *eligible* variants there: median answer ≤ 70 words, no degenerate answer, no empty code block, invented
-link or truncated sentence, support rate ≥ 0.95; and scored on the held-out fold; a looser support threshold is taken over a stricter one only for a gain of more than
-:data:`MIN_GAIN` in the objective on the training folds. Objective = mean over
-questions of the mean of key-term recall and word recall (those defined). The table prints every variant
-in sample (all questions, and docs alone) and the pooled out-of-fold scores of the chosen ones.
+link or truncated sentence, support rate ≥ 0.95; and scored on the held-out fold. A looser support
+threshold is taken over a stricter one only for a gain of more than :data:`MIN_GAIN` in the objective on
+the training folds. Objective = mean over questions of the mean of key-term recall and word recall (those
+defined). The table prints every variant in sample (all questions, and docs alone) and the pooled
+out-of-fold scores of the chosen ones.
 """
 
 from __future__ import annotations
