@@ -145,8 +145,11 @@ CASES: dict[str, Case] = {
     "answer model that does not exist": case(1, "answer", "lora", "--model", "no/such/model.gguf"),
     "answer missing index_dir": case(1, "answer", "lora", "--index_dir", "nowhere"),
     "answer save dir is a file": case(1, "answer", "lora", "--k", "0", "--save_directory", "a_file"),
+    "answer --show_dropped neither true nor false": case(2, "answer", "lora", "--k", "0", "--show_dropped=sometimes"),
     # answer_dataset
     "answer_dataset no flags": case(2, "answer_dataset"),
+    "answer_dataset --show_dropped neither true nor false": case(2, "answer_dataset", "--student_search_results_path",
+                                                                 RESULTS, "--show_dropped=maybe"),
     "answer_dataset missing file": case(1, "answer_dataset", "--student_search_results_path", "bad/none.json"),
     "answer_dataset not json": case(1, "answer_dataset", "--student_search_results_path", "bad/not_json.json"),
     "answer_dataset wrong shape": case(1, "answer_dataset", "--student_search_results_path",

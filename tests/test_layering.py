@@ -94,6 +94,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.answering.cleanup",
             "fastrag.answering.prompt",
             "fastrag.answering.citations",
+            "fastrag.answering.support",
             "fastrag.answering.grounding",
             "fastrag.answering.model_files",
             "fastrag.answering.compiled",

@@ -29,7 +29,14 @@ from tqdm import tqdm
 
 from fastrag.answering.citations import CitationStream, cited_or_shown
 from fastrag.answering.generator import Generator, LoadInfo, load_generator
-from fastrag.answering.grounding import GROUNDING, KEY_LINES, Grounding, ground_answer, grounded_prompt
+from fastrag.answering.grounding import (
+    GROUNDING,
+    KEY_LINES,
+    Grounding,
+    grounded_answer,
+    grounded_prompt,
+    lead_line,
+)
 from fastrag.answering.model_files import ModelChoice, ModelSpec, choose_model
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
@@ -40,6 +47,7 @@ from fastrag.answering.prompt import (
     Source,
     SpanReader,
 )
+from fastrag.answering.support import Verdict
 from fastrag.config import (
     DEFAULT_ANSWERS_DIR,
     DEFAULT_BATCH_SIZE,
@@ -59,7 +67,7 @@ if TYPE_CHECKING:
 ANSWER_NAME_WORDS = 8
 ANSWER_NAME_HASH = 10
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 5
+PROMPT_VERSION = 6
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
 #: (32 lost a code question; benches/RESULTS.md "Answers").
@@ -92,6 +100,8 @@ class AnswerResult:
     #: ``saved_to`` held an earlier answer to the same question, now replaced.
     replaced: bool = False
     seconds: float = 0.0
+    #: The units of the model's text that were not shown, with the reasons.
+    dropped: tuple[Verdict, ...] = ()
 
     @property
     def cited(self) -> list[Excerpt]:
@@ -108,6 +118,8 @@ class GeneratedAnswer:
     excerpts: list[Excerpt] = field(default_factory=list)
     prompt_tokens: int = 0
     seconds: float = 0.0
+    #: The units of the model's text that were not shown, with the reasons.
+    dropped: tuple[Verdict, ...] = ()
 
     @property
     def cited(self) -> list[Excerpt]:
@@ -203,37 +215,44 @@ def generate_answer(
     on_text: TextSink | None = None,
     grounding: Grounding = GROUNDING,
 ) -> GeneratedAnswer:
-    """Generate the answer to a built ``prompt``, streaming its text (citations expanded) to ``on_text``.
+    """Generate the answer to a built ``prompt``, streaming what is shown of it to ``on_text``.
 
-    The answer is cleaned, grounded and cited as saved (:func:`~fastrag.answering.grounding.ground_answer`);
-    what the grounding adds after the model's text (quoted key lines) is streamed when generation ends.
+    The answer is cleaned, grounded and cited as saved (:func:`~fastrag.answering.grounding.grounded_answer`).
+    Under the ``lead`` policy its first line (the best key line) is streamed before generation starts and
+    the rest when generation ends: the model's text is never shown before it is checked. Under the other
+    policies the model's text streams as it comes (citations expanded) and what the grounding adds after
+    it comes last.
     """
     started = time.perf_counter()
     stream = CitationStream(prompt.excerpts)
     streamed: list[str] = []
 
-    def show(text: str) -> None:
-        piece = stream.feed(text)
+    def emit(piece: str) -> None:
         if piece and on_text is not None:
             streamed.append(piece)
             on_text(piece)
 
-    raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None else None)
-    tail = stream.flush()
-    if tail and on_text is not None:
-        streamed.append(tail)
-        on_text(tail)
-    saved = ground_answer(raw, prompt, grounding)
-    body = saved.split(SOURCES_BLOCK, 1)[0]
+    def show(text: str) -> None:
+        emit(stream.feed(text))
+
+    checked_first = grounding == "lead"
+    if checked_first:
+        emit(lead_line(prompt))
+    raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None and not checked_first else None)
+    if not checked_first:
+        emit(stream.flush())
+    done = grounded_answer(raw, prompt, grounding)
+    body = done.answer.split(SOURCES_BLOCK, 1)[0]
     shown = "".join(streamed).strip()
     if on_text is not None and body != shown:  # what the grounding added (or put instead) comes last
         on_text(body[len(shown) :] if shown and body.startswith(shown) else "\n\n" + body)
     return GeneratedAnswer(
-        answer=saved,
+        answer=done.answer,
         body=body,
         excerpts=prompt.excerpts,
         prompt_tokens=prompt.tokens,
         seconds=time.perf_counter() - started,
+        dropped=done.dropped,
     )
 
 
@@ -278,7 +297,7 @@ def answer(
         prompt = prompt_for(generator, question, spans, budget, reader, similarity)
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
-        result.prompt_tokens, result.load = done.prompt_tokens, generator.info
+        result.prompt_tokens, result.load, result.dropped = done.prompt_tokens, generator.info, done.dropped
     target = save_directory / answer_file(question)
     result.replaced = target.exists()
     record = MinimalAnswer(
@@ -327,6 +346,8 @@ class DatasetReport:
     seconds: float
     load: LoadInfo | None = None
     prompt_tokens: list[int] = field(default_factory=list)
+    #: The units of the model's text not shown, by question id (generated answers only, not resumed ones).
+    dropped: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)
 
 
 def partial_path(target: Path) -> Path:
@@ -427,7 +448,10 @@ def answer_dataset(
             try:
                 for i, text in generator.generate_iter(texts(), max_new_tokens):
                     prompt = prompts.pop(i)
-                    done[todo[i].question_id] = ground_answer(text, prompt, GROUNDING)
+                    grounded = grounded_answer(text, prompt, GROUNDING)
+                    done[todo[i].question_id] = grounded.answer
+                    if grounded.dropped:
+                        report.dropped[todo[i].question_id] = grounded.dropped
                     report.prompt_tokens.append(prompt.tokens)
                     report.generated += 1
                     unsaved += 1

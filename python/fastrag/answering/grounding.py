@@ -13,7 +13,13 @@ embedding model's cosine when installed), and asks for a short answer in their w
   quoted and cited, instead;
 - ``append``: the model's text, then the key lines quoted and cited (the evidence under the answer);
   the key lines alone when that whole is degenerate (the model looped, or repeated the lines it was given);
-- ``quote``: the key lines alone, quoted and cited.
+- ``quote``: the key lines alone, quoted and cited;
+- ``lead``: the best key line first (not a heading), cited: the source sentence that best answers the
+  question; then the
+  units of the model's text (sentences, list items, code blocks) that the sources support and that add
+  something (:func:`supported_units`, by the check of :mod:`fastrag.answering.support`); then the other key
+  lines, quoted and cited. Every sentence shown is a source's or supported by the range it cites; what
+  is dropped is kept in :attr:`Grounded.dropped`, with the reason.
 
 Every policy was measured with ``evaluate_answers`` on the public and dev question sets and chosen out
 of fold (benches/RESULTS.md "Grounded answers"); the Qwen3 path uses the same prompt and context.
@@ -23,14 +29,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal, get_args
 
 from fastrag import _core
 from fastrag.answering.citations import expand_citations, finish_answer
-from fastrag.answering.cleanup import clean_answer
+from fastrag.answering.cleanup import answer_loops, clean_answer
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
+    EMPTY_ANSWER,
+    NO_SOURCES_ANSWER,
     Excerpt,
     KeyLine,
     Prompt,
@@ -42,16 +51,18 @@ from fastrag.answering.prompt import (
     build_prompt,
     messages,
 )
-from fastrag.evaluation.answer_metrics import answer_text, contains, degenerate, key_terms
+from fastrag.answering.support import SUPPORT_THRESHOLD, Audit, Unit, Verdict, audit, judge, units
+from fastrag.evaluation.answer_metrics import answer_text, contains, content_words, degenerate, key_terms
 from fastrag.retrieval.retriever import clean_query
 
 #: What is done with the model's text (see the module docstring).
-Grounding = Literal["model", "fallback", "append", "quote"]
+Grounding = Literal["model", "fallback", "append", "quote", "lead"]
 GROUNDINGS: tuple[Grounding, ...] = get_args(Grounding)
-#: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold: append, 4 lines).
-GROUNDING: Grounding = "append"
-#: Key lines quoted under the answer (chosen out of fold among 1–4, with :data:`GROUNDING`).
-KEY_LINES = 4
+#: The policy of ``answer``, ``answer_dataset`` and the server (chosen out of fold with :data:`KEY_LINES`).
+GROUNDING: Grounding = "lead"
+#: Key lines shown: the first leads the answer, the others are quoted under it (chosen out of fold among
+#: 1–6, with :data:`GROUNDING`).
+KEY_LINES = 6
 #: Of those, the best ones shown first in the prompt (as measured; more cost prompt tokens).
 PROMPT_KEY_LINES = 3
 #: Longest key line, in characters: a longer line is split into sentences, a longer sentence cut.
@@ -101,10 +112,11 @@ def _candidates(excerpts: Sequence[Excerpt], reader: SpanReader) -> list[KeyLine
                 for a, b in _pieces(line):
                     piece = line[a:b]
                     start = offset + a + (len(piece) - len(piece.lstrip()))
-                    body = piece.strip()[:KEY_LINE_CHARS].rstrip()
+                    whole = piece.strip()
+                    body = whole[:KEY_LINE_CHARS].rstrip()
                     if _worth_quoting(body) and body not in seen:
                         seen.add(body)
-                        found.append(KeyLine(number, path, start, start + len(body), body))
+                        found.append(KeyLine(number, path, start, start + len(body), body, len(whole) > len(body)))
                 offset += len(line)
     return found
 
@@ -175,12 +187,12 @@ def grounded_prompt(
         return base
     keys = key_lines(question, base.excerpts, reader, similarity, n)
     text = render(messages(question, base.excerpts, keys[:PROMPT_KEY_LINES], GROUNDED_SYSTEM_PROMPT))
-    return Prompt(text, count([text])[0], base.excerpts, keys)
+    return Prompt(text, count([text])[0], base.excerpts, keys, question)
 
 
 def quote(keys: Sequence[KeyLine]) -> str:
     """The key lines quoted, each with its ``[path:first-last]``."""
-    return "\n".join([QUOTE_HEADER, *(f"> {k.text} {k.citation}" for k in keys)]) if keys else ""
+    return "\n".join([QUOTE_HEADER, *(f"> {k.quoted} {k.citation}" for k in keys)]) if keys else ""
 
 
 def shares_key_term(answer: str, context: str) -> bool:
@@ -192,16 +204,172 @@ def shares_key_term(answer: str, context: str) -> bool:
 def ground_answer(raw: str, prompt: Prompt, grounding: Grounding = GROUNDING) -> str:
     """The answer as saved, from the model's raw text, by the ``grounding`` policy (module docstring).
 
-    Without key lines (nothing matched the question) every policy keeps the model's answer.
+    Without key lines (nothing matched the question) every policy but ``lead`` keeps the model's answer.
     """
+    return grounded_answer(raw, prompt, grounding).answer
+
+
+@dataclass(frozen=True, slots=True)
+class Grounded:
+    """An answer as saved (``answer``), its first line (``lead``, known before generation under ``lead``),
+    and the units of the model's text that were not shown (``dropped``, with the reasons)."""
+
+    answer: str
+    lead: str = ""
+    dropped: tuple[Verdict, ...] = ()
+
+
+def grounded_answer(
+    raw: str, prompt: Prompt, grounding: Grounding = GROUNDING, threshold: float = SUPPORT_THRESHOLD
+) -> Grounded:
+    """:func:`ground_answer` with what the ``lead`` policy dropped (``threshold``: least support shown)."""
     keys = prompt.key_lines
+    if grounding == "lead":
+        return _lead_answer(raw, prompt, threshold)
     model = finish_answer(raw, prompt.excerpts)
     if not keys or grounding == "model":
-        return model
+        return Grounded(model)
     if grounding == "quote":
-        return quote(keys)
+        return Grounded(quote(keys))
     if grounding == "append":
         both = f"{clean_answer(expand_citations(raw, prompt.excerpts))}\n\n{quote(keys)}"
-        return both if not degenerate(answer_text(both)) else quote(keys)
+        return Grounded(both if not degenerate(answer_text(both)) else quote(keys))
     usable = not degenerate(answer_text(model)) and shares_key_term(model, prompt.context)
-    return model if usable else quote(keys)
+    return Grounded(model if usable else quote(keys))
+
+
+def leading_key(keys: Sequence[KeyLine]) -> int:
+    """Which key line leads a ``lead`` answer: the best one that is not a Markdown heading (a heading names
+    a topic, it answers nothing), else the best one."""
+    return next((i for i, k in enumerate(keys) if not k.text.lstrip().startswith("#")), 0)
+
+
+def lead_line(prompt: Prompt) -> str:
+    """The first line of a ``lead`` answer: its :func:`leading_key` and its citation (empty without key lines)."""
+    if not prompt.key_lines:
+        return ""
+    key = prompt.key_lines[leading_key(prompt.key_lines)]
+    return f"{key.quoted} {key.citation}"
+
+
+def model_units(raw: str, excerpts: Sequence[Excerpt]) -> list[Unit]:
+    """The units of the model's text, citations expanded, echoed ``Question:`` lines left out, up to a loop.
+
+    A code block left open when generation stopped is marked ``unclosed``.
+    """
+    text = expand_citations(raw, excerpts)
+    lines = [line for line in text.splitlines() if not line.strip().lower().startswith("question:")]
+    kept: list[str] = []
+    for line in lines:  # cut where the text starts to loop, as clean_answer does
+        if answer_loops("\n".join([*kept, line, ""])):
+            break
+        kept.append(line)
+    return units("\n".join(kept))
+
+
+def _evidence(excerpts: Sequence[Excerpt]) -> str:
+    return "\n".join(e.text for e in excerpts)
+
+
+def _cited(unit: Unit, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
+    """The excerpts whose shown ranges hold a range ``unit`` cites."""
+    return [
+        e
+        for e in excerpts
+        if any(e.source.file_path == p and any(a <= f and l <= b for a, b in e.shown) for p, f, l in unit.cited)
+    ]
+
+
+def _best_support(
+    unit: Unit, excerpts: Sequence[Excerpt], threshold: float, question: str
+) -> tuple[Verdict, list[Excerpt]]:
+    """The verdict on ``unit`` against the excerpts it cites (when it passes there), else against the one
+    excerpt that supports it best; and that evidence."""
+    own = _cited(unit, excerpts)
+    if own:
+        verdict = judge(unit, _evidence(own), threshold, question=question)
+        if verdict.reason is None:
+            return verdict, own
+    tried = [(judge(unit, e.text, threshold, question=question), [e]) for e in excerpts]
+    passed = [t for t in tried if t[0].reason is None]
+    if passed:
+        return max(passed, key=lambda t: t[0].support)
+    return max(tried, key=lambda t: t[0].support) if tried else (Verdict(unit, "unsupported", 0.0), [])
+
+
+def supported_units(
+    raw: str, prompt: Prompt, threshold: float = SUPPORT_THRESHOLD
+) -> tuple[list[tuple[Unit, list[Excerpt]]], list[Verdict]]:
+    """The units of the model's text that are shown, each with the excerpts it cites, and those dropped.
+
+    A unit is shown when :func:`~fastrag.answering.support.judge` passes it against its evidence, it
+    repeats no key line nor earlier unit (more than :data:`NEAR_DUPLICATE` of its content words), and,
+    when it ends with ``:``, the unit it introduces is shown too.
+    """
+    keys = prompt.key_lines
+    seen = [content_words(k.text) for k in keys]
+    shown: list[tuple[Unit, list[Excerpt]]] = []
+    dropped: list[Verdict] = []
+    for unit in model_units(raw, prompt.excerpts):
+        verdict, evidence = _best_support(unit, prompt.excerpts, threshold, prompt.question)
+        words = content_words(unit.bare)
+        if verdict.reason is None and any(_overlap(words, other) > NEAR_DUPLICATE for other in seen):
+            verdict = Verdict(unit, "repetition", verdict.support)
+        if verdict.reason is not None:
+            if shown and _introduces(shown[-1][0]):
+                dropped.append(Verdict(shown.pop()[0], "introduces nothing", 1.0))
+            dropped.append(verdict)
+            continue
+        seen.append(words)
+        shown.append((unit, evidence))
+    if shown and _introduces(shown[-1][0]):
+        dropped.append(Verdict(shown.pop()[0], "introduces nothing", 1.0))
+    return shown, dropped
+
+
+def _introduces(unit: Unit) -> bool:
+    return not unit.code and unit.bare.endswith(":")
+
+
+def _render(shown: Sequence[tuple[Unit, list[Excerpt]]]) -> str:
+    """The shown units: prose in one paragraph, each unit followed by its citations; a code block on its own
+    lines, its citations on the line after it."""
+    parts: list[str] = []
+    prose: list[str] = []
+    for unit, evidence in shown:
+        cites = "".join(e.citation for e in evidence)
+        if unit.code:
+            if prose:
+                parts.append(" ".join(prose))
+                prose = []
+            parts.append(f"{unit.text.strip()}\n{cites}")
+        else:
+            prose.append(f"{unit.bare} {cites}")
+    if prose:
+        parts.append(" ".join(prose))
+    return "\n\n".join(parts)
+
+
+def _lead_answer(raw: str, prompt: Prompt, threshold: float) -> Grounded:
+    """The ``lead`` policy (module docstring)."""
+    if not prompt.excerpts:
+        return Grounded(NO_SOURCES_ANSWER)
+    shown, dropped = supported_units(raw, prompt, threshold)
+    lead = lead_line(prompt)
+    keys = prompt.key_lines
+    rest = [k for i, k in enumerate(keys) if i != leading_key(keys)]
+    blocks = [lead, _render(shown), quote(rest)]
+    text = "\n\n".join(b for b in blocks if b)
+    if not text:
+        text = f"{EMPTY_ANSWER}\n\nSources: " + ", ".join(e.citation for e in prompt.excerpts[:3])
+    return Grounded(text, lead, tuple(dropped))
+
+
+#: Lines of a saved answer that claim nothing about the code base (skipped by :func:`audit_answer`).
+NOTICES = (QUOTE_HEADER, EMPTY_ANSWER, NO_SOURCES_ANSWER)
+
+
+def audit_answer(answer: str, reader: SpanReader, question: str = "", threshold: float = SUPPORT_THRESHOLD) -> Audit:
+    """:func:`~fastrag.answering.support.audit` of a saved answer to ``question``, the cited ranges read
+    with ``reader``."""
+    return audit(answer, lambda path, first, last: reader.text(path)[first:last], NOTICES, question, threshold)

@@ -115,11 +115,18 @@ class KeyLine:
     start: int
     end: int
     text: str
+    #: The line went on past the longest key line: ``text`` stops there, maybe inside a word.
+    cut: bool = False
 
     @property
     def citation(self) -> str:
         """``[path:first-last]`` of exactly this line."""
         return cite(self.file_path, self.start, self.end)
+
+    @property
+    def quoted(self) -> str:
+        """The text as quoted: a cut line ends at its last whole word and a marked elision (:data:`GAP`)."""
+        return f"{self.text.rsplit(maxsplit=1)[0]} {GAP}" if self.cut and " " in self.text else self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,8 @@ class Prompt:
     tokens: int
     excerpts: list[Excerpt] = field(default_factory=list)
     key_lines: list[KeyLine] = field(default_factory=list)
+    #: The question asked (what an answer's sentence says beyond it must come from the sources).
+    question: str = ""
 
     @property
     def context(self) -> str:
@@ -297,7 +306,7 @@ def build_prompt(
         text = render(messages(question, excerpts))
         tokens = count([text])[0]
         if tokens <= budget or not chosen:
-            return Prompt(text, tokens, excerpts)
+            return Prompt(text, tokens, excerpts, question=question)
         chosen.remove(min(chosen, key=lambda b: (b.score, -b.rank)))
 
 

@@ -18,7 +18,17 @@ from pathlib import Path
 from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
 from fastrag.cli.agents import AgentCommands
 from fastrag.cli.argv import Help, parse
-from fastrag.cli.flags import fire_error, globs, host_names, raw_text, repo_names, status, target_size
+from fastrag.cli.flags import (
+    dropped_count,
+    dropped_list,
+    fire_error,
+    globs,
+    host_names,
+    raw_text,
+    repo_names,
+    status,
+    target_size,
+)
 from fastrag.cli.help import command_help, overview
 from fastrag.cli.places import index_arg, repo_and_index, served_index
 from fastrag.cli.shards import index_shards
@@ -270,10 +280,13 @@ class Commands(AgentCommands):
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         index_dir: Path | None = None,
         save_directory: Path | None = None,
+        show_dropped: bool = False,
     ) -> None:
         """Answer QUESTION from the k best spans, citing them, and save the answer as JSON.
 
-        On a terminal the answer streams token by token; the cited sources are listed after it. The
+        The first line is the source line that best answers the question; then the model's sentences that
+        the sources support; then more quoted source lines. On a terminal the first line shows at once and
+        the rest when the model is done; the cited sources are listed after it. The
         file is named after the question (its first words and a hash: answer-how-do-i-...-3f2a9c01d4.json),
         so another question never replaces it; asking the same question again does, and says so.
 
@@ -287,6 +300,7 @@ class Commands(AgentCommands):
                 <repository>/.fastrag/index).
             save_directory: folder of the answer's file (default: output/search_results_and_answer beside the
                 index folder, so data/output/search_results_and_answer for data/processed).
+            show_dropped: also list on stderr the sentences of the model's text not shown, each with why.
         """
         from fastrag.answering.answer import answer
 
@@ -294,6 +308,7 @@ class Commands(AgentCommands):
         n = int_arg("k", k, 0, MAX_K)
         limit = int_arg("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
         name = None if model is None else text_arg("--model", model)
+        listed = bool_arg("show_dropped", show_dropped)
         live = sys.stdout.isatty()
 
         def show(piece: str) -> None:
@@ -313,6 +328,9 @@ class Commands(AgentCommands):
             print("\nSources:")
             for excerpt in result.cited:
                 print(f"  {excerpt.citation}")
+        dropped_count(result.dropped)
+        if listed:
+            dropped_list(result.dropped)
         if result.load is not None:
             how = {"hit": " (compiled cache)", "saved": " (compiled cache saved)"}.get(result.load.compiled, "")
             tokens = result.prompt_tokens
@@ -329,10 +347,12 @@ class Commands(AgentCommands):
         model: str | None = None,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        show_dropped: bool = False,
     ) -> None:
         """Answer every question of a search-results file with its retrieved sources; save them as JSON.
 
-        The output keeps the input's file name; an interrupted run resumes where it stopped.
+        The output keeps the input's file name; an interrupted run resumes where it stopped. The sentences
+        of the model's text not shown (unsupported by the sources, ...) are counted on stderr.
 
         Args:
             student_search_results_path: output of search_dataset.
@@ -341,11 +361,13 @@ class Commands(AgentCommands):
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on each answer's length in tokens (1..1024).
             batch_size: prompts generated together (1..256).
+            show_dropped: also list on stderr each sentence not shown, with its question id and why.
         """
         from fastrag.answering.answer import answer_dataset
 
         limit = int_arg("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)
         batch = int_arg("batch_size", batch_size, 1, MAX_BATCH_SIZE)
+        listed = bool_arg("show_dropped", show_dropped)
         report = answer_dataset(
             path_arg("student_search_results_path", student_search_results_path),
             path_arg("save_directory", save_directory),
@@ -359,6 +381,9 @@ class Commands(AgentCommands):
             f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
         )
+        dropped_count([v for verdicts in report.dropped.values() for v in verdicts])
+        for question_id, verdicts in report.dropped.items() if listed else ():
+            dropped_list(verdicts, f"{question_id}: ")
 
     @example(
         "evaluate_answers --answers_path data/output/search_results_and_answer/dataset_docs_public.json "
@@ -368,12 +393,17 @@ class Commands(AgentCommands):
         """Print how well the answers of an answer_dataset output recall the dataset's reference answers.
 
         Key-term recall, word recall, median answer length, degenerate answers and citation validity
-        (defined in fastrag/evaluation/answer_metrics.py).
+        (defined in fastrag/evaluation/answer_metrics.py); then the check of every shown sentence against
+        the spans it cites, read from the files: support rate, invented links, truncated sentences, empty
+        code blocks (fastrag/answering/support.py). Run it where the answers' source paths resolve.
 
         Args:
             answers_path: output of answer_dataset.
             dataset_path: the AnsweredQuestions dataset (questions with reference answers).
         """
+        from fastrag.answering.grounding import audit_answer
+        from fastrag.answering.prompt import SpanReader
+        from fastrag.answering.support import Audit
         from fastrag.evaluation.answer_metrics import score_answers, summarize
         from fastrag.evaluation.datasets import ground_truth, load_answers, load_dataset
 
@@ -392,6 +422,17 @@ class Commands(AgentCommands):
         print(
             f"citations: {report.valid_citations}/{report.citations} valid ({report.citation_validity:.3f}), "
             f"{report.answers_citing} answers cite"
+        )
+        checked, reader = Audit(), SpanReader()
+        for record in answers.search_results:
+            checked.add(audit_answer(record.answer, reader, record.question))
+        with_ = checked.answers_with
+        print(
+            f"support: {checked.supported}/{checked.units} shown sentences supported by their cited spans "
+            f"({checked.support_rate:.3f})  invented links: {checked.invented_links} "
+            f"({with_.get('invented link', 0)} answers)  truncated sentences: {checked.truncated} "
+            f"({with_.get('truncated', 0)} answers)  empty code blocks: {checked.empty_code_blocks} "
+            f"({with_.get('empty code block', 0)} answers)"
         )
 
     @example("serve --port 5000 --model smollm2")

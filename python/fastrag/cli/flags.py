@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fire.decorators import SetParseFn
 
 from fastrag.errors import UsageError
+
+if TYPE_CHECKING:
+    from fastrag.answering.support import Verdict
 
 CommandT = TypeVar("CommandT", bound=Callable[..., None])
 
@@ -27,6 +31,20 @@ def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
 
 def status(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def dropped_count(dropped: Sequence[Verdict]) -> None:
+    """One stderr line counting the sentences of the model's text not shown, by reason (none: no line)."""
+    if dropped:
+        reasons = ", ".join(f"{why}: {n}" for why, n in Counter(str(v.reason) for v in dropped).most_common())
+        status(f"fastrag: {len(dropped)} sentences of the model's text not shown ({reasons})")
+
+
+def dropped_list(dropped: Sequence[Verdict], prefix: str = "") -> None:
+    """Each sentence of the model's text not shown, on one stderr line with why (``--show_dropped``)."""
+    for verdict in dropped:
+        text = " ".join(verdict.unit.bare.split())
+        status(f"  {prefix}{verdict.reason} (support {verdict.support:.2f}): {text}")
 
 
 def repo_names(value: Any, index_dir: Path) -> tuple[str, ...]:

@@ -1,0 +1,232 @@
+"""Every sentence an answer shows is a source's or supported by the range it cites.
+
+Crafted model texts go through the ``lead`` grounding (:func:`fastrag.answering.grounding.grounded_answer`)
+and the saved answers through the independent check (:func:`fastrag.answering.grounding.audit_answer`).
+Offline throughout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import run_cli
+from fastrag.answering.answer import answer_file
+from fastrag.answering.grounding import (
+    QUOTE_HEADER,
+    Grounded,
+    audit_answer,
+    grounded_answer,
+    grounded_prompt,
+    leading_key,
+)
+from fastrag.answering.prompt import EMPTY_ANSWER, Prompt, Source, SpanReader
+from fastrag.answering.support import Unit, judge, links, sentences, support, units
+from fastrag.schemas import CITATION
+
+DOC = """# Automatic prefix caching
+
+Automatic prefix caching reuses the KV cache of earlier requests that share a prefix.
+Set enable_prefix_caching=True when you create the LLM to turn it on.
+The API server takes the --enable-prefix-caching flag.
+
+```python
+llm = LLM(model="facebook/opt-125m", enable_prefix_caching=True)
+```
+
+See the [benchmark guide](https://docs.example.org/bench.html) for numbers.
+"""
+QUESTION = "How do I enable prefix caching?"
+
+
+def _count(texts: Any) -> list[int]:
+    return [len(t) // 4 + 1 for t in texts]
+
+
+def _render(msgs: Any) -> str:
+    return "\n".join(m["content"] for m in msgs)
+
+
+@pytest.fixture
+def prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prompt:
+    (tmp_path / "apc.md").write_text(DOC, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return grounded_prompt(QUESTION, [Source("apc.md", 0, len(DOC))], _count, _render, budget=400)
+
+
+def _ground(raw: str, prompt: Prompt, key_lines: int = 1) -> Grounded:
+    """The ``lead`` answer with the first ``key_lines`` key lines (one: the model's sentences add something)."""
+    return grounded_answer(raw, replace(prompt, key_lines=prompt.key_lines[:key_lines]), "lead")
+
+
+def _dropped(grounded: Grounded) -> dict[str, str]:
+    return {v.unit.bare: str(v.reason) for v in grounded.dropped}
+
+
+def test_the_first_line_is_the_best_key_line_cited_and_no_blank_line_leads(prompt: Prompt) -> None:
+    done = _ground("\n\n\nSet enable_prefix_caching=True [1].", prompt, key_lines=3)
+    first = done.answer.splitlines()[0]
+    best = prompt.key_lines[leading_key(prompt.key_lines)]
+    assert first == done.lead == f"{best.text} {best.citation}" and first.strip() == first
+    assert QUOTE_HEADER in done.answer and done.answer.index(QUOTE_HEADER) > len(first)
+
+
+def test_a_supported_sentence_is_kept_and_cited(prompt: Prompt) -> None:
+    raw = "Set `enable_prefix_caching=True` when you create the LLM [1]."
+    done = _ground(raw, prompt)
+    kept = "Set `enable_prefix_caching=True` when you create the LLM. [apc.md:0-"
+    assert kept in done.answer and not done.dropped
+
+
+def test_an_uncited_supported_sentence_gets_the_citation_of_its_evidence(prompt: Prompt) -> None:
+    done = _ground("Prefix caching reuses the cache of earlier requests.", prompt)
+    assert "Prefix caching reuses the cache of earlier requests. [apc.md:0-" in done.answer
+
+
+def test_an_invented_acronym_expansion_is_dropped(prompt: Prompt) -> None:
+    raw = "A KV (Kernel Vector) cache is a Variable of Linked Loaded Memory [1]."
+    done = _ground(raw, prompt)
+    assert "Kernel Vector" not in done.answer
+    assert list(_dropped(done).values()) == ["unsupported"]
+
+
+def test_an_empty_code_block_and_the_sentence_introducing_it_are_dropped(prompt: Prompt) -> None:
+    raw = "Set it when you create the LLM:\n```\n# Using the command-line\n```"
+    done = _ground(raw, prompt)
+    assert "```" not in done.answer and "create the LLM:" not in done.answer
+    assert sorted(_dropped(done).values()) == ["empty code block", "introduces nothing"]
+
+
+def test_a_code_block_from_the_sources_is_kept_with_its_citation(prompt: Prompt) -> None:
+    raw = 'Create the LLM:\n```python\nllm = LLM(model="facebook/opt-125m", enable_prefix_caching=True)\n```'
+    done = _ground(raw, prompt)
+    assert "```python\nllm = LLM(" in done.answer and not done.dropped
+    audited = audit_answer(done.answer, SpanReader())
+    assert audited.units and audited.support_rate == 1.0 and audited.empty_code_blocks == 0
+
+
+def test_a_link_absent_from_the_sources_is_dropped_and_one_present_kept(prompt: Prompt) -> None:
+    raw = (
+        "Read the [caching guide](https://vllm.example.com/caching) about the KV cache. "
+        "See the [benchmark guide](https://docs.example.org/bench.html) for numbers."
+    )
+    done = _ground(raw, prompt)
+    assert "vllm.example.com" not in done.answer and "docs.example.org/bench.html" in done.answer
+    assert list(_dropped(done).values()) == ["invented link"]
+    assert links("![logo](img/logo.png) and https://a.b/c.") == ["img/logo.png", "https://a.b/c"]
+
+
+def test_a_truncated_last_sentence_is_dropped(prompt: Prompt) -> None:
+    done = _ground("Set enable_prefix_caching=True to turn it on. Here's a step-by-", prompt)
+    assert "step-by-" not in done.answer
+    assert _dropped(done) == {"Here's a step-by-": "truncated"}
+
+
+def test_an_unclosed_code_block_is_truncated(prompt: Prompt) -> None:
+    done = _ground("```python\nllm = LLM(model=", prompt)
+    assert "```" not in done.answer and list(_dropped(done).values()) == ["truncated"]
+
+
+def test_a_repetition_is_dropped(prompt: Prompt) -> None:
+    sentence = "Set enable_prefix_caching=True when you create the LLM."
+    done = _ground(f"{sentence} {sentence}", prompt)
+    assert list(_dropped(done).values()) == ["repetition"] and done.answer.count(sentence) == 1
+
+
+def test_nothing_usable_without_key_lines_says_so_and_cites(prompt: Prompt) -> None:
+    empty = Prompt(prompt.text, prompt.tokens, prompt.excerpts, [])
+    done = _ground("Bananas are yellow.", empty)
+    assert done.answer.startswith(EMPTY_ANSWER) and CITATION.search(done.answer)
+
+
+def test_the_saved_answer_passes_the_independent_check(prompt: Prompt) -> None:
+    raw = "\n\nSet enable_prefix_caching=True [1]. A KV (Kernel Vector) is invented. Here's a step-by-"
+    done = _ground(raw, prompt)
+    audited = audit_answer(done.answer, SpanReader())
+    assert audited.units >= 2 and audited.support_rate == 1.0
+    assert audited.invented_links == audited.truncated == audited.empty_code_blocks == 0
+
+
+def test_the_independent_check_flags_what_a_saved_answer_invents(prompt: Prompt) -> None:
+    bad = (
+        "A KV (Kernel Vector) cache is invented [apc.md:0-90]. See [x](https://nowhere.example/x) "
+        "[apc.md:0-90].\n\n```\n# nothing\n```\n[apc.md:0-90]\n\nHere's a step-by- [apc.md:0-90]\n\nNo citation here."
+    )
+    audited = audit_answer(bad, SpanReader())
+    assert audited.units == 5 and audited.supported == 0
+    assert audited.invented_links == 1 and audited.truncated == 1 and audited.empty_code_blocks == 1
+
+
+def test_units_and_sentences() -> None:
+    assert sentences("One thing [a.md:1-2]. Two `x`. three") == ["One thing [a.md:1-2].", "Two `x`. three"]
+    found = units("Intro:\n- item one\n```\ncode\n```\n## Heading\n```\nopen")
+    assert [u.text for u in found][:2] == ["Intro:", "item one"] and found[2].code and found[-1].unclosed
+    assert support("", "anything") == 0.0 and support("reuse the cache", "cache reuse") == 1.0
+    assert judge(Unit("- a quoted row"), "- a quoted row", whole_line=True).reason is None
+    assert judge(Unit("an unfinished row"), "an unfinished row").reason == "truncated"
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
+
+
+def _check_saved(indexed: Path, answer: str) -> None:
+    """The saved answer leads with a cited source line and passes the independent check."""
+    first = answer.splitlines()[0]
+    assert first.strip() and first == first.strip() and CITATION.search(first), answer
+    path, start, end = CITATION.findall(first)[0]
+    assert (indexed / path).read_text(encoding="utf-8")[int(start) : int(end)] in first  # quoted word for word
+    reader = SpanReader(lambda path: indexed / path)
+    audited = audit_answer(answer, reader)
+    assert audited.units and audited.support_rate == 1.0, (audited, answer)
+    assert audited.invented_links == audited.truncated == audited.empty_code_blocks == 0
+
+
+@pytest.mark.parametrize("model", ["tiny-qwen3", "smollm2"])
+def test_answer_end_to_end_shows_only_supported_sentences(indexed: Path, tiny_gguf: Path, model: str) -> None:
+    """The tiny random Qwen3 (text that no source supports) and the packaged SmolLM2 go through one check."""
+    name = str(tiny_gguf) if model == "tiny-qwen3" else model
+    result = run_cli(
+        "answer", LORA_QUESTION, "--k", "3", "--model", name, "--max_new_tokens", "24", "--show_dropped", cwd=indexed
+    )  # fmt: skip
+    assert result.code == 0 and "Traceback" not in result.err, result.err
+    first = result.out.splitlines()[0]
+    assert not first.startswith("#") and CITATION.search(first), result.out  # a cited source line, not a heading
+    saved = indexed / "data/output/search_results_and_answer" / answer_file(LORA_QUESTION)
+    answer = json.loads(saved.read_text())["search_results"][0]["answer"]
+    _check_saved(indexed, answer)
+    if model == "tiny-qwen3":  # random tokens: nothing of the model's text is supported, and it says so
+        assert "sentences of the model's text not shown" in result.err, result.err
+        assert any(line.startswith("  ") and "(support " in line for line in result.err_lines), result.err
+
+
+def test_answer_dataset_and_evaluate_answers_report_support(indexed: Path, tiny_gguf: Path) -> None:
+    questions = [
+        {"question_id": "q-lora", "question": LORA_QUESTION, "answer": "POST to `/v1/load_lora_adapter`.",
+         "sources": [{"file_path": "repo/docs/lora.md", "first_character_index": 0, "last_character_index": 50}]},
+        {"question_id": "q-pip", "question": "How do I install vllm with pip?", "answer": "Run `pip install vllm`.",
+         "sources": [{"file_path": "repo/docs/install.md", "first_character_index": 0, "last_character_index": 40}]},
+    ]  # fmt: skip
+    dataset = indexed / "sets" / "dataset_docs_support.json"
+    dataset.parent.mkdir(parents=True)
+    dataset.write_text(json.dumps({"rag_questions": questions}))
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "3", cwd=indexed).code == 0
+    results = indexed / "data/output/search_results/dataset_docs_support.json"
+    ran = run_cli(
+        "answer_dataset", "--student_search_results_path", str(results), "--model", str(tiny_gguf),
+        "--max_new_tokens", "16", "--show_dropped", cwd=indexed,
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert "sentences of the model's text not shown" in ran.err and "  q-" in ran.err, ran.err
+    answers = indexed / "data/output/search_results_and_answer/dataset_docs_support.json"
+    for record in json.loads(answers.read_text())["search_results"]:
+        _check_saved(indexed, record["answer"])
+    evaluated = run_cli("evaluate_answers", "--answers_path", str(answers), "--dataset_path", str(dataset), cwd=indexed)
+    assert evaluated.code == 0, evaluated.err
+    assert "(1.000)  invented links: 0 (0 answers)  truncated sentences: 0 (0 answers)" in evaluated.out, evaluated.out
