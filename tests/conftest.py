@@ -96,6 +96,16 @@ def run_cli(*args: str, cwd: Path, timeout: float = 120) -> CliResult:
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def searched_dataset(indexed: Path, name: str, questions: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """Write ``questions`` as the dataset ``name`` under ``indexed``, run ``search_dataset`` on it (k = 3)
+    there, and return the dataset's path and its search results' path."""
+    dataset = indexed / "sets" / f"{name}.json"
+    dataset.parent.mkdir(parents=True, exist_ok=True)
+    dataset.write_text(json.dumps({"rag_questions": questions}))
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "3", cwd=indexed).code == 0
+    return dataset, indexed / "data/output/search_results" / f"{name}.json"
+
+
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 15, terminate: bool = True) -> None:
     """End a server started by a test: SIGTERM (unless it is ending by itself), then SIGKILL after ``timeout`` s."""
     if terminate:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, searched_dataset
 from fastrag.answering import model_files
 from fastrag.answering.grounding import QUOTE_HEADER, ground_answer, grounded_prompt, key_lines
 from fastrag.answering.model_files import IR_FILES, choose_model, export_dir
@@ -216,11 +216,7 @@ def test_evaluate_answers_end_to_end_with_tiny_qwen3(indexed: Path, tiny_gguf: P
             "answer": "Run `pip install vllm`; a GPU with compute capability 7.0 is needed.",
         },
     ]
-    dataset = indexed / "sets" / "dataset_docs_tiny.json"
-    dataset.parent.mkdir(parents=True)
-    dataset.write_text(json.dumps({"rag_questions": questions}))
-    assert run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "3", cwd=indexed).code == 0
-    results = indexed / "data/output/search_results/dataset_docs_tiny.json"
+    dataset, results = searched_dataset(indexed, "dataset_docs_tiny", questions)
     ran = run_cli(
         "answer_dataset", "--student_search_results_path", str(results), "--model", str(tiny_gguf),
         "--max_new_tokens", "8", cwd=indexed,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, searched_dataset
 from fastrag.answering.answer import answer_file
 from fastrag.answering.grounding import (
     QUOTE_HEADER,
@@ -213,11 +213,7 @@ def test_answer_dataset_and_evaluate_answers_report_support(indexed: Path, tiny_
         {"question_id": "q-pip", "question": "How do I install vllm with pip?", "answer": "Run `pip install vllm`.",
          "sources": [{"file_path": "repo/docs/install.md", "first_character_index": 0, "last_character_index": 40}]},
     ]  # fmt: skip
-    dataset = indexed / "sets" / "dataset_docs_support.json"
-    dataset.parent.mkdir(parents=True)
-    dataset.write_text(json.dumps({"rag_questions": questions}))
-    assert run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "3", cwd=indexed).code == 0
-    results = indexed / "data/output/search_results/dataset_docs_support.json"
+    dataset, results = searched_dataset(indexed, "dataset_docs_support", questions)
     ran = run_cli(
         "answer_dataset", "--student_search_results_path", str(results), "--model", str(tiny_gguf),
         "--max_new_tokens", "16", "--show_dropped", cwd=indexed,
