@@ -6,7 +6,9 @@ folder beside the index (:func:`answers_folder`), written atomically. ``answer_d
 search-results file with the sources retrieved there, in batches, and resumes after an interruption.
 
 When no source is retrieved (``k = 0`` or nothing matched) the fixed :data:`~fastrag.answering.prompt.NO_SOURCES_ANSWER`
-is returned and the model is not even resolved, let alone loaded.
+is returned. With ``k = 0`` the model is not even resolved; otherwise it loads while the question is searched
+(the load is the larger cost of an answer, and a search that finds nothing is rare), and goes unused: even a
+model that cannot load is then not an error.
 
 Both choose the context of a prompt with the offline embedding model when it is installed
 (:func:`block_similarity`): the blocks the question's words found are ordered by meaning too. ``answer``
@@ -284,16 +286,22 @@ def answer(
     ensure_writable(save_directory, "save directory")  # before the model loads, not after it answered
     spans: list[MinimalSource] = []
     reader = SpanReader()
+    models: tuple[Generator, Similarity | None] | None = None
     if k > 0:
         from fastrag.indexing.sources import Sources
         from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
         retriever = Retriever.open(index_dir)
-        spans = hits_to_sources(retriever.search(question, k))
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-models") as pool:
+            # The models load while the question is searched; a model that cannot load only matters
+            # if something was found.
+            loading = pool.submit(lambda: load_models(_chosen(model, on_note).spec))
+            spans = hits_to_sources(retriever.search(question, k))
+            models = loading.result() if spans else None
         reader = SpanReader(Sources.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
-    if spans:
-        generator, similarity = load_models(_chosen(model, on_note).spec)
+    if spans and models is not None:
+        generator, similarity = models
         prompt = prompt_for(generator, question, spans, budget, reader, similarity)
         done = generate_answer(generator, prompt, max_new_tokens, on_text)
         result.answer, result.body, result.excerpts = done.answer, done.body, done.excerpts
