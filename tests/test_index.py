@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import write_repo
+from conftest import SAMPLE_FILES, write_repo
 from fastrag import _core
 from fastrag.config import TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
@@ -26,6 +26,7 @@ from fastrag.indexing.generations import (
     load_index,
 )
 from fastrag.indexing.lexical import BM25_FILES, texts_fingerprint
+from fastrag.indexing.records import FileRecord, files_table
 from fastrag.retrieval.retriever import Retriever
 
 QUERIES = ["LoRA adapter endpoint", "temperature top_p", "scheduler request queue", "install pip GPU", "café"]
@@ -235,3 +236,20 @@ def test_documents_are_reused_only_from_texts_made_alike(tmp_path: Path) -> None
     assert gen is not None
     manifest = json.loads((gen / "manifest.json").read_text())
     assert manifest["texts"] == texts_fingerprint("")
+
+
+def test_files_table_is_written_as_json_dumps_writes_it(tmp_path: Path) -> None:
+    """The files table joins each record's memoised JSON text: the bytes are those ``json.dumps`` gives the dict."""
+    repo = write_repo(
+        tmp_path / "repo", {**SAMPLE_FILES, "docs/ünïcode.md": '# Grüße\n\nText mit "Zitat" und \\ Strich.\n'}
+    )
+    build_index(repo, tmp_path / "index", display_root="repo", progress=False)
+    live = current_generation(tmp_path / "index")
+    assert live is not None
+    text = (live / FILES_TABLE).read_text(encoding="utf-8")
+    raw = json.loads(text)
+    records = [FileRecord.from_json(rel, rec) for rel, rec in raw.items()]
+    assert "docs/ünïcode.md" in raw and len(records) > 2
+    assert text == json.dumps(raw, ensure_ascii=False) == files_table(records)
+    assert all(r.encoded is not None for r in records)  # made once, kept for the next build
+    assert files_table([]) == json.dumps({})

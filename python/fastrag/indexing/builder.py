@@ -72,9 +72,10 @@ from fastrag.indexing.records import (
     IndexParams,
     IndexPlan,
     IndexReport,
+    files_table,
 )
 from fastrag.indexing.sources import display_path
-from fastrag.indexing.storage import ensure_writable, write_json_atomic
+from fastrag.indexing.storage import ensure_writable, write_bytes_atomic, write_json_atomic
 from fastrag.indexing.symbols import file_symbols, symbols_table
 from fastrag.indexing.workers import worker_pool
 
@@ -441,7 +442,7 @@ def _write_generation(
     }
     write_json_atomic(staging / HEADINGS_TABLE, heading_table)
     write_json_atomic(staging / SYMBOLS_TABLE, symbols_table([r.symbols or [] for r in records]))
-    write_json_atomic(staging / FILES_TABLE, {r.rel_path: r.to_json() for r in records})
+    write_bytes_atomic(staging / FILES_TABLE, files_table(records).encode("utf-8"))
     manifest = {
         "format_version": FORMAT_VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -4,6 +4,8 @@ did (:class:`IndexReport`) and a build between its two steps (:class:`IndexPlan`
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,8 @@ class FileRecord:
     #: The record's :meth:`to_json` form, once made or read (records are never changed: an
     #: unchanged file's record is written again as it was read).
     as_json: list[Any] | None = field(default=None, compare=False, repr=False)
+    #: :attr:`as_json` as JSON text, once made (:meth:`json_text`).
+    encoded: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> list[Any]:
         """Compact JSON form: ``[size, mtime_ns, digest, [[start, end, context], ...], [heading lines alike],
@@ -114,6 +118,12 @@ class FileRecord:
             self.as_json = [self.size, self.mtime_ns, self.digest, *spans, [s.to_json() for s in self.symbols or []]]
         return self.as_json
 
+    def json_text(self) -> str:
+        """:meth:`to_json` as JSON text, made once: a watcher's next build writes an unchanged record again."""
+        if self.encoded is None:
+            self.encoded = json.dumps(self.to_json(), ensure_ascii=False)
+        return self.encoded
+
     @classmethod
     def from_json(cls, rel_path: str, raw: list[Any]) -> FileRecord:
         """Inverse of :meth:`to_json` (a record without definitions gets ``symbols = None``)."""
@@ -121,6 +131,13 @@ class FileRecord:
         symbols = [Symbol.from_json(s) for s in raw[5]] if len(raw) > 5 else None
         kept = raw if symbols is not None else None
         return cls(rel_path, size, mtime_ns, digest, _spans(chunks), _spans(headings), symbols, kept)
+
+
+def files_table(records: Sequence[FileRecord]) -> str:
+    """The files table, ``{rel_path: record's JSON form}`` as ``json.dumps`` writes it, from each record's
+    :meth:`~FileRecord.json_text` (so an incremental build encodes only the records it made)."""
+    items = (f"{json.dumps(r.rel_path, ensure_ascii=False)}: {r.json_text()}" for r in records)
+    return "{" + ", ".join(items) + "}"
 
 
 def _spans_json(chunks: list[Chunk]) -> list[list[Any]]:
