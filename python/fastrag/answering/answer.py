@@ -300,7 +300,7 @@ def answer(
             models = loading.result() if spans else None
         reader = SpanReader(Sources.of(retriever.index.manifest).locate)  # any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
-    if spans and models is not None:
+    if models is not None:  # something was found
         generator, similarity = models
         prompt = prompt_for(generator, question, spans, budget, reader, similarity)
         done = generate_answer(generator, prompt, max_new_tokens, on_text)

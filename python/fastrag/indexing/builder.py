@@ -247,7 +247,7 @@ def finish_index(
         ),
     )
     _PUBLISHED[index_dir.resolve()] = _Published(
-        report.path, params, root, plan.text_prefix, ordered, _Published.stat(report.path)
+        report.path, params, root, texts_fingerprint(plan.text_prefix), ordered, _Published.stat(report.path)
     )
     report.seconds += time.perf_counter() - started
     return report
@@ -460,13 +460,14 @@ def _write_generation(
 
 @dataclass(frozen=True, slots=True)
 class _Published:
-    """A generation this process published: its folder, how it was built, its records in order, and
-    the size and modification time of each of its files (a file changed since is not taken on trust)."""
+    """A generation this process published: its folder, how it was built (``texts``: the manifest's
+    :func:`~fastrag.indexing.lexical.texts_fingerprint`), its records in order, and the size and
+    modification time of each of its files (a file changed since is not taken on trust)."""
 
     path: Path
     params: IndexParams
     root: str
-    text_prefix: str
+    texts: str
     records: list[FileRecord]
     files: tuple[tuple[str, int, int], ...]
 
@@ -498,8 +499,8 @@ def _load_previous(
         if mine is not None and mine.path.name == gen.name and mine.files == _Published.stat(gen):
             if (mine.params, mine.root) != (params, root):
                 return {}, None
-            same = mine.text_prefix == text_prefix
-            return {r.rel_path: r for r in mine.records}, Base.of(gen, mine.records) if same else None
+            same_texts = mine.texts == texts_fingerprint(text_prefix)
+            return {r.rel_path: r for r in mine.records}, Base.of(gen, mine.records) if same_texts else None
         manifest = verify_generation(gen)
         if manifest.get("params") != params.as_dict() or manifest.get("display_root") != root:
             return {}, None

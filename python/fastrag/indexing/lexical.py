@@ -131,15 +131,7 @@ def _segments(records: list[FileRecord], base: Base) -> list[_Run | list[FileRec
     segments: list[_Run | list[FileRecord]] = []
     for record in records:
         found = where.get(record.rel_path)
-        if (
-            found is None
-            or found[0] != record.digest
-            or (found[2], found[4])
-            != (
-                len(record.chunks),
-                len(record.headings),
-            )
-        ):
+        if found is None or (found[0], found[2], found[4]) != (record.digest, len(record.chunks), len(record.headings)):
             if segments and isinstance(segments[-1], list):
                 segments[-1].append(record)
             else:
