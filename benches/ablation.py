@@ -79,7 +79,7 @@ def weights(retriever: Retriever, name: float) -> Iterator[None]:
     """Run with another file-name weight in the precision stage."""
     old = retriever.precision
     index = retriever.index
-    relative = [name, *RELATIVE_WEIGHTS[1:]]
+    relative = [name, *RELATIVE_WEIGHTS["question"][1:]]
     retriever.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file, index.definitions, relative)
     try:
         yield

@@ -37,14 +37,14 @@ from pathlib import Path
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section
 from cv import (
-    L2,
+    FIT,
     SEED,
-    STEPS,
     K,
     Question,
     collect,
     fit,
     folds_of,
+    form_mask,
     found_share,
     kind_rows,
     recall,
@@ -104,8 +104,33 @@ def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: i
             spans = index.spans([Hit(*retriever.index.chunks.span(cid), 0.0) for cid in ids])
             label = np.array([ndcg_at_10([s], task) > 0 for s in spans], dtype=np.float64)
             features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
-            out.append(RepoTask(task, ids, features, label))
+            out.append(RepoTask(task, ids, by_form(features, text), label))
     return out
+
+
+def by_form(features: np.ndarray, text: str) -> np.ndarray:
+    """A candidate list's features laid out for the weights of every form (:data:`precision.FORMS`) side by
+    side: the query's own form's block holds them, the others zeros. One weight vector over these columns
+    is the weights of every form one after another (:func:`per_form`)."""
+    form = precision.FORMS.index(precision.query_form(text))
+    blocks = [features if i == form else np.zeros_like(features) for i in range(len(precision.FORMS))]
+    return np.hstack(blocks)
+
+
+def per_form(weights: np.ndarray) -> dict[str, np.ndarray]:
+    """A weight vector over :func:`by_form`'s columns as each form's weights relative to its first-stage weight
+    (all zeros for a form whose first-stage weight is not positive: no question of that form was fitted)."""
+    n = len(precision.FEATURES)
+    out = {}
+    for i, form in enumerate(precision.FORMS):
+        w = weights[i * n : (i + 1) * n]
+        out[form] = w / w[0] if w[0] > 0 else np.zeros(n)
+    return out
+
+
+def forms_mask() -> np.ndarray:
+    """The features each form's weights use (:func:`cv.form_mask`), over :func:`by_form`'s columns."""
+    return np.concatenate([form_mask(form) for form in precision.FORMS])
 
 
 def repo_ndcg(item: RepoTask, weights: np.ndarray, index: RepoIndex) -> float:
@@ -141,9 +166,18 @@ class Pooled:
         return [*qs, *ts], shares
 
     def fitted(self, fold: int | None) -> np.ndarray:
-        """Weights fitted on everything outside ``fold``."""
+        """Weights fitted on everything outside ``fold``: each form's block on the questions of that form, with
+        the form's penalty and steps (:data:`cv.FIT`; the blocks share no question, so they fit apart)."""
         chosen, shares = self.training(fold)
-        return fit(chosen, np.ones(len(precision.FEATURES)), shares)
+        n = len(precision.FEATURES)
+        out = np.zeros(n * len(precision.FORMS))
+        for i, form in enumerate(precision.FORMS):
+            mine = [j for j, q in enumerate(chosen) if q.features[:, i * n : (i + 1) * n].any()]
+            mask = np.zeros_like(out)
+            mask[i * n : (i + 1) * n] = form_mask(form)
+            l2, steps = FIT[form]
+            out += fit([chosen[j] for j in mine], mask, [shares[j] for j in mine], l2, steps)
+        return out
 
 
 def repo_folds(names: Sequence[str], folds: int) -> dict[str, int]:
@@ -170,8 +204,7 @@ def searched(
     ndcg: dict[tuple[str, str], float] = {}
     saved = vllm.precision.weights
     for f in range(folds):
-        w = pooled.fitted(f)
-        relative = list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1)
+        relative = {form: list(w[1:]) for form, w in per_form(pooled.fitted(f)).items()}
         rows = [i for i, g in enumerate(pooled.question_fold) if g == f]
         vllm.precision.set_weights(relative)
         for i, hits in zip(rows, vllm.search_many([pooled.questions[i].text for i in rows], K)):
@@ -179,7 +212,7 @@ def searched(
         held = [r for r in repos if r.name in indexes and pooled.repo_fold[r.name] == f]
 
         def search(
-            retriever: Retriever, queries: Sequence[str], k: int, relative: list[float] = relative
+            retriever: Retriever, queries: Sequence[str], k: int, relative: dict[str, list[float]] = relative
         ) -> list[list[Hit]]:
             retriever.precision.set_weights(relative)
             return retriever.search_many(queries, k)
@@ -293,6 +326,8 @@ def main() -> None:
         sys.exit(f"cv_repos: no question sets in {args.datasets}" if not datasets else "cv_repos: --folds must be >= 2")
     vllm = Retriever.open(args.index_dir)
     questions = collect(vllm, datasets)
+    for q in questions:
+        q.features = by_form(q.features, q.text)
     repos = load_repos(XREPO)
     trees = unpack_trees(repos)
     builds = build_indexes(repos, trees, reuse=args.reuse_index)
@@ -311,7 +346,8 @@ def main() -> None:
         fold_of,
     )
     everything = pooled.fitted(None)
-    shipped_w = np.array([precision.load_weights()[f] for f in precision.FEATURES])
+    shipped = precision.load_weights()
+    shipped_w = np.concatenate([[shipped[form][f] for f in precision.FEATURES] for form in precision.FORMS])
     columns = {
         "shipped": scores(pooled, vllm, indexes, lambda f: shipped_w),
         "in sample": scores(pooled, vllm, indexes, lambda f: everything),
@@ -319,21 +355,26 @@ def main() -> None:
     }
     columns["default mode, out of fold"] = searched(pooled, vllm, indexes, args.folds, repos, INDEX_ROOT)
     grid_line, _ = spread_grid(pooled, indexes, args.folds)
-    relative = everything / everything[0]
+    relative = per_form(everything)
+    weights_text = "; ".join(
+        f"{form}: {', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative[form]))}"
+        for form in precision.FORMS
+    )
     body = (
         f"{SECTION}\n\n{machine()}\n\n"
         f"`python benches/cv_repos.py`: {len(questions)} vLLM questions ({', '.join(p.name for p in datasets)}) in "
         f"{args.folds} folds by question, pooled with {len(tasks)} tasks of {len(indexes)} benchmark repositories "
         f"(`../shared/xrepo`) in {args.folds} folds by repository (seed {SEED}); each source half of the loss. "
-        f"Weights fitted on everything, relative to the first-stage score: "
-        f"{', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative))}.\n\n"
+        f"Weights fitted on everything, each form's (`precision.FORMS`) relative to its first-stage score, the"
+        f" features a form leaves unused (`precision.UNUSED`) at 0: {weights_text}.\n\n"
         f"{repo_rows(tasks, {c: v[1] for c, v in columns.items()})}\n\n"
         f"{vllm_rows(questions, {c: v[0] for c, v in columns.items()})}\n\n"
         f"{grid_line}\n"
     )
     print(body)
     if args.write_weights:
-        objective = f"listwise softmax cross-entropy, each source half, L2 {L2}, Adam {STEPS} steps; "
+        objective = "listwise softmax cross-entropy, each source half, by form (L2, Adam steps): "
+        objective += ", ".join(f"{form} {l2} {steps}" for form, (l2, steps) in FIT.items()) + "; "
         objective += "benches/cv_repos.py"
         fitted_on = [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"]
         write_weights(relative, fitted_on, len(questions) + len(tasks), objective)

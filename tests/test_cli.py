@@ -43,7 +43,7 @@ SAMPLING_TRUTH = {
 
 
 def test_index_search_dataset_evaluate(indexed: Path) -> None:
-    hit = run_cli("search", "load_lora_adapter endpoint", "--k", "3", cwd=indexed)
+    hit = run_cli("search", "Which endpoint does load_lora_adapter serve?", "--k", "3", cwd=indexed)
     assert hit.code == 0, hit.err
     assert "repo/docs/lora.md" in hit.out.splitlines()[0]
 

@@ -77,3 +77,6 @@ def test_spread_files_demotes_a_files_further_spans() -> None:
     spread = spread_files(ranked, file_of, 0.5)
     assert [c for c, _ in spread] == [0, 3, 1, 4, 2]
     assert dict(spread)[2] == pytest.approx(0.8 * 0.25)
+    # a negative score (a test file's, after the precision stage) is pushed further down, never up
+    negative = spread_files([(0, 1.0), (1, -0.2), (2, -0.4)], [0, 1, 1], 0.5)
+    assert [c for c, _ in negative] == [0, 1, 2] and dict(negative)[2] == pytest.approx(-0.6)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -193,12 +194,18 @@ def test_the_index_keeps_heading_lines_apart(retriever: Retriever) -> None:
     assert json.loads((retriever.index.path / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
 
 
-def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever) -> None:
-    weights = precision.load_weights()
+@pytest.mark.parametrize(
+    ("text", "form"), [("torch profiler for a run", "keywords"), ("How do I profile a run with torch?", "question")]
+)
+def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever, text: str, form: str) -> None:
+    shipped = precision.load_weights()
+    assert tuple(shipped) == precision.FORMS and precision.query_form(text) == form
+    weights = shipped[form]
     assert tuple(weights) == precision.FEATURES and weights["first_stage"] > 0
+    assert all(weights[f] == 0.0 for f in precision.UNUSED[form])
     relative = [weights[f] / weights["first_stage"] for f in precision.FEATURES[1:]]
-    assert list(precision.RELATIVE_WEIGHTS) == relative
-    query = analyse("torch profiler for a run", retriever.index.bm25)
+    assert list(precision.RELATIVE_WEIGHTS[form]) == relative
+    query = analyse(text, retriever.index.bm25)
     ranked = retriever.lexical.search(query.text, 10)
     rows = retriever.precision.features(query, ranked)
     expected = sorted(
@@ -211,6 +218,23 @@ def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever) -> No
     assert rows[0][0] == 1.0 and all(len(row) == len(precision.FEATURES) for row in rows)
     assert all(0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0 for row in rows)
     assert all(0 <= x <= 1 for row in rows for x in row[3:])
+
+
+def test_file_features_grade_a_candidates_file_among_the_candidates(retriever: Retriever) -> None:
+    query = analyse("torch profiler for a run", retriever.index.bm25)
+    ranked = retriever.lexical.search(query.text, 10)
+    rows = retriever.precision.features(query, ranked)
+    file_of = retriever.index.chunks.file
+    sums: dict[int, float] = {}
+    for (cid, score), row in zip(ranked, rows):
+        sums[file_of[cid]] = sums.get(file_of[cid], 0.0) + score / ranked[0][1]
+    top = max(sums.values())
+    at = precision.FEATURES.index("file_sum")
+    for (cid, _), row in zip(ranked, rows):
+        assert row[at] == pytest.approx(sums[file_of[cid]] / top)
+        same = sum(1 for c, _ in ranked if file_of[c] == file_of[cid])
+        assert row[at + 1] == pytest.approx(math.log1p(same) / math.log1p(len(ranked)))
+    assert max(row[at] for row in rows) == pytest.approx(1.0)
 
 
 def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:

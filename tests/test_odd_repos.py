@@ -234,7 +234,7 @@ def test_binary_and_non_utf8_files_with_text_names(workdir: Path) -> None:
     assert count == 5, text
     assert text.count(f"({BINARY})") == 3 and text.endswith(f"and 2 more ({BINARY}: 5)")
     assert indexed_paths(workdir) == set(SAMPLE) | {"repo/docs/bom_crlf.md", "repo/pkg/control.py"}
-    hits = run_measured("search", "Windows carriage returns", "--k", "1", cwd=workdir).result
+    hits = run_measured("search", "How are Windows carriage returns handled?", "--k", "1", cwd=workdir).result
     assert "repo/docs/bom_crlf.md" in hits.out
 
 

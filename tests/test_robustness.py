@@ -325,7 +325,7 @@ def test_sigkill_during_embedding_keeps_previous_index(workdir: Path) -> None:
     assert cache.read_bytes() == cached  # the embedding cache is written only once embedding is done
     # the next run completes and leaves nothing half-written behind
     assert run_cli("index", "--repo_path", "repo", "--vectors", "docs", cwd=workdir).code == 0
-    assert "repo/docs/guide_" in run_cli("search", "tune the scheduler budget", "--k", "1", cwd=workdir).out
+    assert "repo/docs/guide_" in run_cli("search", "How do I tune the scheduler budget?", "--k", "1", cwd=workdir).out
     assert not [p for p in (workdir / "data/processed").iterdir() if p.name.endswith(".tmp")]
 
 

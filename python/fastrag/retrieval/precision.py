@@ -29,10 +29,15 @@ cannot see decides many of the questions it gets wrong:
   question may well want the page that explains it); and, for a query that is one identifier,
   whether the chunk defines that very name.
 
+* **the candidate's file among the candidates** — for keywords, the sum of the first-stage scores of
+  the file's candidates (relative to the best file's) and how many it has: a file much of the query's
+  evidence comes from is what the query is about.
+
 The new score of a candidate is ``score / best score + Σ weight × feature`` over
-:data:`FEATURES` (a linear ranker); the candidates are then sorted again. The weights are learned
-by pooled cross-validation (``benches/cv.py``, benches/RESULTS.md "Cross-validation"), not set by
-hand.
+:data:`FEATURES` (a linear ranker), with the weights of the query's form (:data:`FORMS`: a full
+question, or keywords and identifiers); the candidates are then sorted again. The weights are learned
+by pooled cross-validation (``benches/cv_repos.py``, benches/RESULTS.md "Cross-validation by
+repository"), not set by hand.
 
 **Re-cutting** (``focus`` > 0, off by default): each returned span is narrowed to the window of
 at most ``focus`` characters (whole lines where they fit) that holds the densest query evidence — the sum over
@@ -48,7 +53,7 @@ import itertools
 import json
 import math
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -67,11 +72,14 @@ from fastrag.retrieval.query import Query
 #: the share of its words that name the file's path, whether the file is a test, an example, for such
 #: a query whether it is documentation, and whether the chunk opens a definition of the name a
 #: one-identifier query asks for (graded by how :func:`~fastrag.retrieval.symbols.find_definitions`
-#: ranks that definition). A full question's many words match deep paths by chance (path words on vLLM's questions
+#: ranks that definition); then two features of the candidate's *file* among the candidates: the sum
+#: of its candidates' first-stage scores (relative to the best file's sum) and how many candidates it
+#: has (log-scaled): a file that many of the query's chunks come from is what the query is about. A
+#: full question's many words match deep paths by chance (path words on vLLM's questions
 #: cost docs R@5 0.008), and it may well want the page that explains it. (The BM25 score of the question's
 #: identifier variants was a feature until pooled cross-validation showed it earned +0.004
 #: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
-#: learned, not set by hand: ``benches/cv.py`` fits them (listwise, on pooled vLLM question sets
+#: learned, not set by hand: ``benches/cv_repos.py`` fits them (listwise, on pooled vLLM question sets
 #: and benchmark repositories, cross-validated by question and by repository) and writes them,
 #: with the data they were fitted on named beside them, to :data:`RANKER_FILE` in this package.
 FEATURES = (
@@ -83,24 +91,47 @@ FEATURES = (
     "example_file",
     "doc_for_keywords",
     "symbol_definition",
+    "file_sum",
+    "file_count",
 )
+#: The forms a query takes, each with its own weights (:func:`query_form`): a full question
+#: ("How do I load a LoRA adapter at runtime?") asks for the passage that answers it, keywords or an
+#: identifier ("middleware stack and CORS", ``APIRouter``) ask where the code is. One set of weights
+#: for both cost each side what the other gained (benches/RESULTS.md "Cross-validation by repository").
+FORMS = ("question", "keywords")
+#: Features a form's weights leave at zero, chosen out of fold: on full questions the file features
+#: cost vLLM docs R@1 0.02 out of fold and gained nothing at R@5.
+UNUSED = {"question": frozenset({"file_sum", "file_count"}), "keywords": frozenset[str]()}
 RANKER_FILE = "ranker.json"
 
 
-def load_weights() -> dict[str, float]:
-    """The learned weight of every feature of :data:`FEATURES`, from the package's :data:`RANKER_FILE`."""
+def query_form(text: str) -> str:
+    """The form of a query (:data:`FORMS`): ``question`` when asked as a full question, else ``keywords``."""
+    return FORMS[0] if is_full_question(text) else FORMS[1]
+
+
+def load_weights() -> dict[str, dict[str, float]]:
+    """The learned weight of every feature of :data:`FEATURES` for each form of :data:`FORMS`, from the
+    package's :data:`RANKER_FILE`."""
     raw = json.loads(resources.files("fastrag.retrieval").joinpath(RANKER_FILE).read_text(encoding="utf-8"))
-    weights = {name: float(w) for name, w in zip(raw["features"], raw["weights"])}
-    if tuple(raw["features"]) != FEATURES or not all(math.isfinite(w) for w in weights.values()):
-        raise ValueError(f"{RANKER_FILE} does not hold one finite weight per feature of {FEATURES}")
-    if weights["first_stage"] <= 0:
-        raise ValueError(f"{RANKER_FILE}: the first-stage score must have a positive weight")
-    return weights
+    if tuple(raw["features"]) != FEATURES or set(raw["weights"]) != set(FORMS):
+        raise ValueError(f"{RANKER_FILE} does not hold weights of {FEATURES} for each of {FORMS}")
+    out: dict[str, dict[str, float]] = {}
+    for form in FORMS:
+        weights = {name: float(w) for name, w in zip(FEATURES, raw["weights"][form], strict=True)}
+        if not all(math.isfinite(w) for w in weights.values()):
+            raise ValueError(f"{RANKER_FILE}: a weight of the {form} form is not finite")
+        if weights["first_stage"] <= 0:
+            raise ValueError(f"{RANKER_FILE}: the first-stage score must have a positive weight ({form})")
+        out[form] = weights
+    return out
 
 
 _WEIGHTS = load_weights()
-#: Weight of every feature after the first, relative to the first-stage score's weight.
-RELATIVE_WEIGHTS = tuple(_WEIGHTS[f] / _WEIGHTS["first_stage"] for f in FEATURES[1:])
+#: Weight of every feature after the first, relative to the first-stage score's weight, by form.
+RELATIVE_WEIGHTS = {
+    form: tuple(w[f] / w["first_stage"] for f in FEATURES[1:]) for form, w in _WEIGHTS.items()
+}
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
@@ -149,7 +180,7 @@ class Precision:
         paths: Sequence[str],
         file_of: Sequence[int],
         definitions: Scorer | None = None,
-        weights: Sequence[float] = RELATIVE_WEIGHTS,
+        weights: Sequence[float] | Mapping[str, Sequence[float]] = RELATIVE_WEIGHTS,
         heads: Callable[[str], dict[int, float]] | None = None,
     ) -> None:
         self.scorer = scorer
@@ -164,12 +195,18 @@ class Precision:
         self._kinds: dict[int, tuple[float, float, float]] = {}
         self._path_words = PathWords(scorer.tokenize)
 
-    def set_weights(self, relative: Sequence[float]) -> None:
+    def set_weights(self, relative: Sequence[float] | Mapping[str, Sequence[float]]) -> None:
         """Use other weights: those of :data:`FEATURES` after the first, relative to the first's
-        (what ``benches/cv.py`` fits fold by fold)."""
-        if len(relative) != len(FEATURES) - 1:
-            raise ValueError(f"one weight per feature of {FEATURES[1:]} is needed, got {len(relative)}")
-        self.weights = tuple(float(w) for w in relative)
+        (what ``benches/cv_repos.py`` fits fold by fold), for each form of :data:`FORMS` (a mapping)
+        or for both (a sequence)."""
+        per_form = relative if isinstance(relative, Mapping) else {form: relative for form in FORMS}
+        weights: dict[str, tuple[float, ...]] = {}
+        for form in FORMS:
+            values = per_form[form]
+            if len(values) != len(FEATURES) - 1:
+                raise ValueError(f"one weight per feature of {FEATURES[1:]} is needed, got {len(values)}")
+            weights[form] = tuple(float(w) for w in values)
+        self.weights = weights
 
     def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """``ranked`` (chunk id, score; best first: BM25 scores or cosines) re-scored by the learned
@@ -177,7 +214,7 @@ class Precision:
         if not ranked or ranked[0][1] <= 0:
             return list(ranked)
         rows = self.features(query, ranked)
-        weights = self.weights
+        weights = self.weights[query_form(query.text)]
         rescored = [
             (cid, row[0] + sum(w * x for w, x in zip(weights, row[1:]) if x)) for (cid, _), row in zip(ranked, rows)
         ]
@@ -200,11 +237,20 @@ class Precision:
         defined = self.defined(query, ids)
         symbol = self.defines_symbol(query, ids)
         keywords = 0.0 if is_full_question(query.text) else 1.0
+        sums: dict[int, float] = {}
+        counts: dict[int, int] = {}
+        for cid, score in ranked:
+            f = file_of[cid]
+            sums[f] = sums.get(f, 0.0) + score / best
+            counts[f] = counts.get(f, 0) + 1
+        top_sum = max(1.0, max(sums.values()))  # the best candidate alone gives its file 1.0
+        scale = math.log1p(len(ranked))
         rows: list[tuple[float, ...]] = []
         for (cid, score), d, sym in zip(ranked, defined, symbol):
             f = file_of[cid]
             test, example, prose = kinds[f]
-            rows.append((score / best, names[f], d, shares[f] * keywords, test, example, prose * keywords, sym))
+            row = (score / best, names[f], d, shares[f] * keywords, test, example, prose * keywords, sym)
+            rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale))
         return rows
 
     def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
