@@ -236,7 +236,7 @@ class Precision:
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
         symbol = self.defines_symbol(query, ids)
-        keywords = 0.0 if is_full_question(query.text) else 1.0
+        keywords = 1.0 if query_form(query.text) == "keywords" else 0.0  # the gated features: that form alone
         sums: dict[int, float] = {}
         counts: dict[int, int] = {}
         for cid, score in ranked:
