@@ -31,7 +31,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +148,43 @@ def repo_ndcg(item: RepoTask, weights: np.ndarray, index: RepoIndex) -> float:
     return ndcg_at_10(index.spans(hits), item.task)
 
 
+#: Coordinate ascent of the benchmark's own metric after the listwise fit (:func:`ascend`): passes over the
+#: weights, and the steps tried on each, as shares of the form's first-stage weight.
+ASCENT_ROUNDS = 2
+ASCENT_STEPS = (0.3, 0.1, -0.1, -0.3)
+
+
+def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex]) -> float:
+    """Mean over repositories of their tasks' NDCG@10 ranked by ``weights`` (the benchmark's headline)."""
+    by_repo: dict[str, list[float]] = {}
+    for t in tasks:
+        by_repo.setdefault(t.task.repo, []).append(repo_ndcg(t, weights, indexes[t.task.repo]))
+    return float(np.mean([np.mean(v) for v in by_repo.values()])) if by_repo else 0.0
+
+
+def ascend(weights: np.ndarray, tasks: Sequence[RepoTask], indexes: dict[str, RepoIndex], block: slice) -> np.ndarray:
+    """``weights`` with the non-zero ones of ``block`` (one form's, its first-stage weight kept as the scale)
+    moved one at a time, each step kept when it raises the mean NDCG@10 of ``tasks`` over their repositories.
+
+    The listwise loss rewards any covering candidate near the top; the benchmark counts each target once, at
+    its first covering rank, after spreading and de-duplication. Climbing the metric itself, from the loss's
+    optimum, fits what the loss cannot express.
+    """
+    scale = float(abs(weights[block.start])) or 1.0
+    movable = [i for i in range(block.start + 1, block.stop) if weights[i] != 0]
+    best_w: np.ndarray = weights.copy()
+    best = repo_mean(tasks, weights, indexes)
+    for _ in range(ASCENT_ROUNDS):
+        for i in movable:
+            for step in ASCENT_STEPS:
+                trial = best_w.copy()
+                trial[i] += step * scale
+                value = repo_mean(tasks, trial, indexes)
+                if value > best + 1e-9:
+                    best_w, best = trial, value
+    return best_w
+
+
 @dataclass(slots=True)
 class Pooled:
     """Both sources of questions with their folds: vLLM by question, repositories by repository."""
@@ -157,6 +194,8 @@ class Pooled:
     question_fold: np.ndarray
     task_fold: np.ndarray
     repo_fold: dict[str, int]
+    indexes: dict[str, RepoIndex]
+    _fitted: dict[int | None, np.ndarray] = field(default_factory=dict, repr=False)
 
     def training(self, fold: int | None) -> tuple[list[Question | RepoTask], list[float]]:
         """The questions outside ``fold`` (all for ``None``) and their loss shares: each source half."""
@@ -166,8 +205,11 @@ class Pooled:
         return [*qs, *ts], shares
 
     def fitted(self, fold: int | None) -> np.ndarray:
-        """Weights fitted on everything outside ``fold``: each form's block on the questions of that form, with
-        the form's penalty and steps (:data:`cv.FIT`; the blocks share no question, so they fit apart)."""
+        """Weights fitted on everything outside ``fold`` (computed once per fold): each form's block on the
+        questions of that form, with the form's penalty and steps (:data:`cv.FIT`; the blocks share no question,
+        so they fit apart), then climbed (:func:`ascend`) on the NDCG@10 of the form's training tasks, if any."""
+        if fold in self._fitted:
+            return self._fitted[fold]
         chosen, shares = self.training(fold)
         n = len(precision.FEATURES)
         out = np.zeros(n * len(precision.FORMS))
@@ -176,7 +218,12 @@ class Pooled:
             mask = np.zeros_like(out)
             mask[i * n : (i + 1) * n] = form_mask(form)
             l2, steps = FIT[form]
-            out += fit([chosen[j] for j in mine], mask, [shares[j] for j in mine], l2, steps)
+            block = fit([chosen[j] for j in mine], mask, [shares[j] for j in mine], l2, steps)
+            tasks = [item for j in mine if isinstance(item := chosen[j], RepoTask)]
+            if tasks:
+                block = ascend(block, tasks, self.indexes, slice(i * n, (i + 1) * n))
+            out += block
+        self._fitted[fold] = out
         return out
 
 
@@ -243,7 +290,7 @@ def spread_grid(pooled: Pooled, indexes: dict[str, RepoIndex], folds: int) -> tu
     for name, index in indexes.items():
         index.retriever.spread = saved[name]
 
-    def repo_mean(values: Sequence[float], rows: Sequence[int]) -> float:
+    def mean_over(values: Sequence[float], rows: Sequence[int]) -> float:
         by_repo: dict[str, list[float]] = {}
         for i in rows:
             by_repo.setdefault(pooled.tasks[i].task.repo, []).append(values[i])
@@ -253,17 +300,17 @@ def spread_grid(pooled: Pooled, indexes: dict[str, RepoIndex], folds: int) -> tu
     chosen = []
     for f in range(folds):
         train = [i for i, g in enumerate(pooled.task_fold) if g != f]
-        best = max(SPREADS, key=lambda v: (repo_mean(per[v], train), -abs(v - 0.5)))
+        best = max(SPREADS, key=lambda v: (mean_over(per[v], train), -abs(v - 0.5)))
         chosen.append(best)
         for i, g in enumerate(pooled.task_fold):
             if g == f:
                 held[i] = per[best][i]
-    everything = max(SPREADS, key=lambda v: (repo_mean(per[v], range(len(pooled.tasks))), -abs(v - 0.5)))
-    cells = ", ".join(f"{v}: {repo_mean(per[v], range(len(pooled.tasks))):.3f}" for v in SPREADS)
+    everything = max(SPREADS, key=lambda v: (mean_over(per[v], range(len(pooled.tasks))), -abs(v - 0.5)))
+    cells = ", ".join(f"{v}: {mean_over(per[v], range(len(pooled.tasks))):.3f}" for v in SPREADS)
     line = (
         f"Spread of a file's further spans for queries not asked as full questions, mean NDCG@10 over the"
         f" repositories ({cells}); chosen per fold on the training repositories: {chosen}, held-out"
-        f" repositories scored with the choice: {repo_mean(held, range(len(pooled.tasks))):.3f};"
+        f" repositories scored with the choice: {mean_over(held, range(len(pooled.tasks))):.3f};"
         f" on everything: {everything}."
     )
     return line, everything
@@ -344,6 +391,7 @@ def main() -> None:
         folds_of(len(questions), args.folds),
         np.array([fold_of[t.task.repo] for t in tasks], dtype=np.int64),
         fold_of,
+        indexes,
     )
     everything = pooled.fitted(None)
     shipped = precision.load_weights()
@@ -374,7 +422,8 @@ def main() -> None:
     print(body)
     if args.write_weights:
         objective = "listwise softmax cross-entropy, each source half, by form (L2, Adam steps): "
-        objective += ", ".join(f"{form} {l2} {steps}" for form, (l2, steps) in FIT.items()) + "; "
+        objective += ", ".join(f"{form} {l2} {steps}" for form, (l2, steps) in FIT.items())
+        objective += f", then coordinate ascent of the repositories' NDCG@10 ({ASCENT_ROUNDS} rounds); "
         objective += "benches/cv_repos.py"
         fitted_on = [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"]
         write_weights(relative, fitted_on, len(questions) + len(tasks), objective)
