@@ -10,7 +10,9 @@ index`` (shipped defaults, a subprocess: process start included), runs its queri
 search path (k = 10) and through semble 0.7.0 in BM25 mode in the same invocation, and scores both by the
 benchmark's rule (``benches/xrepo_score.py``; ``benches/xrepo_run.py`` runs the engines). Prints the
 per-repository table (with semble's published figure), the per-language and per-category means, the
-headline mean over repositories, index-time sums and in-process query latency (p50 / p99) of both.
+headline mean over repositories, index-time sums and in-process query latency (p50 / p99) of both. With
+semble, fastrag's build is also timed in-process as semble's is (``build_index`` into a temporary folder,
+imports paid), with the shipped vectors and without: per repository, the like-for-like comparison.
 
 A run of every repository with semble rewrites the ``## Code search on other repositories (xrepo)``
 section of ``benches/RESULTS.md``, saves its figures in ``data/bench/results/xrepo.json`` and draws
@@ -42,6 +44,7 @@ from xrepo_run import (
     run_fastrag,
     run_semble,
     short_error,
+    time_in_process,
     unpack_trees,
 )
 from xrepo_score import K, Repo, TaskResult, load_repos, load_tasks, summarize
@@ -52,6 +55,8 @@ SECTION = "## Code search on other repositories (xrepo)"
 #: The budget of one full run, fastrag and semble, on 2 cores (issue 26).
 BUDGET_S = 10 * 60
 ENGINES = ("fastrag", "semble")
+#: The vectors of fastrag's in-process index builds timed beside semble's: the shipped default and none.
+IN_PROCESS = ("docs", "none")
 #: Results shown per missed task by ``--show_missed``.
 MISSED_TOP = 5
 
@@ -63,6 +68,7 @@ class Run:
     repos: list[Repo]
     results: dict[str, list[TaskResult]] = field(default_factory=dict)
     index_s: dict[str, dict[str, float]] = field(default_factory=dict)
+    in_process_s: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_s: dict[str, list[float]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     reused: list[str] = field(default_factory=list)
@@ -102,6 +108,9 @@ def measure(repos: list[Repo], xrepo_dir: Path, semble: bool, reuse_index: bool)
             repos, trees, tasks=tasks, xrepo_dir=xrepo_dir, index_seconds=run.index_s["semble"],
             latencies=run.latency_s["semble"],
         )  # fmt: skip
+        say("fastrag: indexing in-process, as semble is timed ...")
+        for embed in IN_PROCESS:
+            run.in_process_s[embed] = time_in_process(repos, trees, embed)
     return run
 
 
@@ -126,6 +135,7 @@ def figures(run: Run, published: Mapping[str, float], wall_s: float, meter: CpuM
             **{e: of(e, "repos", r.name) for e in ENGINES},
             "published": published.get(r.name),
             "index_s": {e: run.index_s.get(e, {}).get(r.name) for e in ENGINES},
+            "in_process_s": {v: run.in_process_s.get(v, {}).get(r.name) for v in IN_PROCESS},
             "error": run.errors.get(r.name),
         }
         for r in run.repos
@@ -158,6 +168,11 @@ def figures(run: Run, published: Mapping[str, float], wall_s: float, meter: CpuM
             e: sum(v for n, v in run.index_s[e].items() if n in indexed) if e in run.index_s else None for e in ENGINES
         },
         "indexed": len(indexed),
+        "in_process_s": {v: sum(t.values()) for v, t in run.in_process_s.items()},
+        "in_process_not_slower": {
+            v: sum(n in run.index_s.get("semble", {}) and sec <= run.index_s["semble"][n] for n, sec in t.items())
+            for v, t in run.in_process_s.items()
+        },
         "reused": run.reused,
         "latency_ms": {
             e: {"p50": percentile(v, 50) * 1e3, "p99": percentile(v, 99) * 1e3, "queries": len(v)}
@@ -244,6 +259,13 @@ def report_text(figs: Mapping[str, Any], full: bool) -> str:
             f"| index time, sum over the {figs['indexed']} repositories fastrag indexes | {_s(both['fastrag'])} s "
             f"| {_s(both['semble'])} s | |"
         )
+    for embed, label in zip(IN_PROCESS, ("shipped defaults (docs vectors)", "without vectors")):
+        total = figs.get("in_process_s", {}).get(embed)
+        if total is not None:
+            lines.append(
+                f"| index time in-process, {label}, sum · repositories no slower than semble | {total:.2f} s"
+                f" · {figs['in_process_not_slower'][embed]} of {n_repos} | {semble_index} | |"
+            )
     for p in ("p50", "p99"):
         cells = [f"{latency[e][p]:.1f} ms" if e in latency else "—" for e in ENGINES]
         lines.append(f"| query latency {p}, in-process, one query at a time | {cells[0]} | {cells[1]} | |")
@@ -257,14 +279,17 @@ def report_text(figs: Mapping[str, Any], full: bool) -> str:
               "|---|---|---|---|"]  # fmt: skip
     for cat, row in figs["categories"].items():
         lines.append(f"| {cat} | {row['tasks']} | {_f(row['fastrag'])} | {_f(row['semble'])} |")
-    lines += ["", "Per repository (index seconds: fastrag / semble):", "",
+    lines += ["", ("Per repository (index seconds: fastrag's `index` subprocess / fastrag in-process, shipped defaults"
+                   " / the same without vectors / semble in-process):"), "",
               "| repository | language | fastrag | semble BM25 | semble published | index s |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for row in figs["repos"]:
         note = f" ({short_error(row['error'])})" if row["error"] else ""
         lines.append(
             f"| {row['name']} | {row['language']} | {_f(row['fastrag'])}{note} | {_f(row['semble'])} "
-            f"| {_f(row['published'])} | {_s(row['index_s']['fastrag'])} / {_s(row['index_s']['semble'])} |"
+            f"| {_f(row['published'])} | {_s(row['index_s']['fastrag'])} / "
+            + "".join(f"{_s(row.get('in_process_s', {}).get(v))} / " for v in IN_PROCESS)
+            + f"{_s(row['index_s']['semble'])} |"
         )
     if full:
         lines += ["", "![per-language NDCG@10, fastrag vs semble](xrepo_languages.png)"]
