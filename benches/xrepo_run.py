@@ -226,7 +226,9 @@ def build_indexes(
     return builds
 
 
-def time_in_process(repos: Sequence[Repo], trees: Mapping[str, Path], embed: str, progress: bool = True) -> dict[str, float]:
+def time_in_process(
+    repos: Sequence[Repo], trees: Mapping[str, Path], embed: str, progress: bool = True
+) -> dict[str, float]:
     """Seconds of an in-process :func:`~fastrag.indexing.builder.build_index` of each repository's benchmark
     root into an empty temporary folder (thrown away), the shipped defaults but ``embed``: timed as semble's
     ``from_path`` is, in this process, imports already paid (an untimed build of the first repository first)."""
