@@ -290,12 +290,15 @@ def run_fastrag(
     trees: Path = TREES,
     xrepo_dir: Path = XREPO,
     latencies: list[float] | None = None,
+    question_latencies: list[float] | None = None,
 ) -> list[TaskResult]:
     """Every task of ``repos`` (default: all their annotated tasks) searched with ``search`` on the index
     ``index_root/NAME`` and scored. A repository without an index scores 0 on each of its tasks.
 
     ``latencies``: when given, each query is then run again alone (after the batch, so warm) and its
-    wall time appended.
+    wall time appended. ``question_latencies``: the same for each query asked as a full question
+    (:func:`question_form`), which the default mode answers with the vectors too (hybrid), on the
+    repositories whose index has vectors (those with documentation).
     """
     grouped = _by_repo(load_tasks(xrepo_dir, repos) if tasks is None else tasks)
     results: list[TaskResult] = []
@@ -304,12 +307,24 @@ def run_fastrag(
         if not (index_root / repo.name / "CURRENT").is_file():
             results += [score(t, []) for t in todo]
         elif todo:
-            results += _fastrag_repo(index_root / repo.name, (trees / repo.name).resolve(), todo, search, latencies)
+            results += _fastrag_repo(
+                index_root / repo.name, (trees / repo.name).resolve(), todo, search, latencies, question_latencies
+            )
     return results
 
 
+def question_form(query: str) -> str:
+    """``query`` asked as a full question (:func:`fastrag.retrieval.evidence.is_full_question`)."""
+    return f"What is {query.rstrip('?')}?"
+
+
 def _fastrag_repo(
-    index_dir: Path, tree: Path, tasks: Sequence[Task], search: Search, latencies: list[float] | None
+    index_dir: Path,
+    tree: Path,
+    tasks: Sequence[Task],
+    search: Search,
+    latencies: list[float] | None,
+    question_latencies: list[float] | None = None,
 ) -> list[TaskResult]:
     """The tasks of one repository searched on its index and scored (see :func:`run_fastrag`)."""
     retriever = Retriever.open(index_dir, models_dir=ROOT / DEFAULT_MODELS_DIR)
@@ -325,6 +340,10 @@ def _fastrag_repo(
         results.append(score(task, spans))
     if latencies is not None:
         _timed(lambda q: search(retriever, [q], K), queries, latencies)
+    if question_latencies is not None and retriever.index.has_vectors:
+        asked = [question_form(q) for q in queries]
+        search(retriever, asked[:1], K)  # the first full question loads the embedder: not a query's cost
+        _timed(lambda q: search(retriever, [q], K), asked, question_latencies)
     return results
 
 
