@@ -176,6 +176,16 @@ def test_load_tasks_reads_every_annotation() -> None:
     assert [x.path for x in first.targets] == raw[0]["relevant"] + raw[0]["secondary"]
 
 
+def test_question_form_asks_any_query_as_a_full_question() -> None:
+    from fastrag.retrieval.evidence import is_full_question
+
+    run = importlib.import_module("xrepo_run")
+    for query in ("Depends", "middleware stack and CORS", "how are routes matched?"):
+        assert not is_full_question(query) or query.endswith("?")
+        assert is_full_question(run.question_form(query))
+    assert run.question_form("how are routes matched?").count("?") == 1
+
+
 @needs_xrepo
 def test_end_to_end_on_the_smallest_tree(tmp_path: Path) -> None:
     """Unpack, index and search the smallest repository; results are repository paths and lines of real files."""
@@ -193,6 +203,8 @@ def test_end_to_end_on_the_smallest_tree(tmp_path: Path) -> None:
     latencies: list[float] = []
     results = run.run_fastrag(repos, tmp_path / "index", trees=tmp_path / "trees", xrepo_dir=XREPO, latencies=latencies)
     assert len(results) == len(xs.load_tasks(XREPO, repos)) == len(latencies)
+    timed = run.time_in_process(repos, trees, "none", progress=False)
+    assert list(timed) == ["axios"] and timed["axios"] > 0.0  # built in-process, the warm-up build not counted
     tree = trees["axios"]
     for r in results:
         assert 0.0 <= r.ndcg <= 1.0 and r.spans
@@ -229,6 +241,8 @@ def test_report_tables_per_repository_language_and_category() -> None:
     run.index_s = {"fastrag": {"r1": 1.0, "r2": 2.0, "r3": 0.5}, "semble": {"r1": 3.0, "r2": 4.0, "r3": 5.0}}
     run.latency_s = {"fastrag": [0.001, 0.002, 0.003], "semble": [0.01, 0.02, 0.03]}
     run.errors = {"r3": "fastrag: error: no indexable files under /x/lib (looked for .py)"}
+    run.in_process_s = {"docs": {"r1": 2.5, "r2": 4.5}, "none": {"r1": 0.5, "r2": 3.5}}
+    run.question_latency_s = [0.004, 0.005, 0.006]
     figs = cli.figures(run, {"r1": 0.9, "r2": 0.7, "r3": 0.8}, wall_s=12.0)
     assert figs["mean"] == {
         "fastrag": pytest.approx(0.5),
@@ -239,10 +253,15 @@ def test_report_tables_per_repository_language_and_category() -> None:
     assert figs["categories"]["semantic"]["tasks"] == 2
     assert figs["index_s"] == {"fastrag": 3.5, "semble": 12.0}
     assert figs["index_s_indexed"] == {"fastrag": 3.0, "semble": 7.0}  # r3 failed to index: left out of this pair
+    assert figs["in_process_s"] == {"docs": 7.0, "none": 4.0}
+    assert figs["in_process_not_slower"] == {"docs": 1, "none": 2}  # r2 with vectors: 4.5 s against semble's 4.0
     text = cli.report_text(figs, full=True)
     assert text.startswith(cli.SECTION + "\n")
     assert "| **mean NDCG@10 over 3 repositories** | **0.500** | **0.667** | 0.800 |" in text
-    assert "| r3 | ruby | 0.000 (no indexable files) | 1.000 | 0.800 | 0.50 / 5.00 |" in text
+    assert "| r3 | ruby | 0.000 (no indexable files) | 1.000 | 0.800 | 0.50 / — / — / 5.00 |" in text
+    assert "| r2 | go | 0.500 | 0.500 | 0.700 | 2.00 / 4.50 / 3.50 / 4.00 |" in text
+    assert "(docs vectors), sum · repositories no slower than semble | 7.00 s · 1 of 3 |" in text
+    assert "asked as a full question" in text and "| 5.0 / 6.0 ms |" in text
     assert "| go | 2 | 0.750 | 0.500 | 0.800 |" in text
     assert "query latency p50, in-process, one query at a time | 2.0 ms | 20.0 ms |" in text
     assert not cli.report_text(figs, full=False).startswith(cli.SECTION)  # a partial run is never the section
