@@ -80,7 +80,8 @@ from fastrag.retrieval.query import Query
 #: identifier variants was a feature until pooled cross-validation showed it earned +0.004
 #: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
 #: learned, not set by hand: ``benches/cv_repos.py`` fits them (listwise, on pooled vLLM question sets
-#: and benchmark repositories, cross-validated by question and by repository) and writes them,
+#: and benchmark repositories, cross-validated by question and by repository; the keywords form's then
+#: climbed on the repositories' NDCG@10) and writes them,
 #: with the data they were fitted on named beside them, to :data:`RANKER_FILE` in this package.
 FEATURES = (
     "first_stage",
