@@ -48,7 +48,9 @@ EMPTY = "empty"
 GENERATED = f"minified or generated (a line of over {GENERATED_LINE} characters, almost no spaces)"
 #: Skipped files named in the summary line before "and N more".
 SHOWN_SKIPPED = 3
-_LONG_LINE = re.compile(f"[^\n]{{{GENERATED_LINE + 1},}}")
+#: A line of over :data:`GENERATED_LINE` characters, tried at line starts only: unanchored, every position
+#: of a short line was tried in turn (5x slower on a 150 KB shell script).
+_LONG_LINE = re.compile(f"(?m)^[^\n]{{{GENERATED_LINE + 1},}}")
 #: How :func:`read_source` opens a file: never through a final symbolic link, never waiting for
 #: a writer (a FIFO swapped in after the walk), never inherited by a child process.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
