@@ -154,12 +154,18 @@ ASCENT_ROUNDS = 2
 ASCENT_STEPS = (0.3, 0.1, -0.1, -0.3)
 
 
-def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex]) -> float:
-    """Mean over repositories of their tasks' NDCG@10 ranked by ``weights`` (the benchmark's headline)."""
+def over_repos(tasks: Sequence[RepoTask], values: Sequence[float]) -> float:
+    """The mean over repositories of each one's mean of ``values`` (one per task of ``tasks``): the
+    benchmark's headline, every repository counting alike whatever its number of tasks."""
     by_repo: dict[str, list[float]] = {}
-    for t in tasks:
-        by_repo.setdefault(t.task.repo, []).append(repo_ndcg(t, weights, indexes[t.task.repo]))
+    for t, v in zip(tasks, values, strict=True):
+        by_repo.setdefault(t.task.repo, []).append(v)
     return float(np.mean([np.mean(v) for v in by_repo.values()])) if by_repo else 0.0
+
+
+def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex]) -> float:
+    """:func:`over_repos` of the tasks' NDCG@10 ranked by ``weights``."""
+    return over_repos(tasks, [repo_ndcg(t, weights, indexes[t.task.repo]) for t in tasks])
 
 
 def ascend(weights: np.ndarray, tasks: Sequence[RepoTask], indexes: dict[str, RepoIndex], block: slice) -> np.ndarray:
@@ -291,10 +297,7 @@ def spread_grid(pooled: Pooled, indexes: dict[str, RepoIndex], folds: int) -> tu
         index.retriever.spread = saved[name]
 
     def mean_over(values: Sequence[float], rows: Sequence[int]) -> float:
-        by_repo: dict[str, list[float]] = {}
-        for i in rows:
-            by_repo.setdefault(pooled.tasks[i].task.repo, []).append(values[i])
-        return float(np.mean([np.mean(v) for v in by_repo.values()])) if by_repo else 0.0
+        return over_repos([pooled.tasks[i] for i in rows], [values[i] for i in rows])
 
     held: list[float] = [0.0] * len(pooled.tasks)
     chosen = []

@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -232,8 +233,6 @@ def time_in_process(
     """Seconds of an in-process :func:`~fastrag.indexing.builder.build_index` of each repository's benchmark
     root into an empty temporary folder (thrown away), the shipped defaults but ``embed``: timed as semble's
     ``from_path`` is, in this process, imports already paid (an untimed build of the first repository first)."""
-    import tempfile
-
     from fastrag.indexing.builder import build_index
     from fastrag.indexing.records import IndexParams
 
