@@ -565,3 +565,27 @@ def test_corpus_syntax_invariants() -> None:
         check_chunks(text, chunks, 2000, 800)
         structured += chunks != chunk_plain(text, 2000, 800)
     assert structured > len(files) // 2
+
+
+def test_chunker_and_symbols_share_one_parse(tmp_path: Path) -> None:
+    """Indexing parses each file once: the symbols table gets the tree the chunker made (and the
+    definitions are those a parse of its own finds)."""
+    from fastrag.indexing.builder import build_index
+    from fastrag.indexing.chunking.grammars import parse
+    from fastrag.indexing.chunking.python import parse_python
+    from fastrag.indexing.symbols import file_symbols
+
+    go = "package main\n\n" + "".join(f"// F{i} does {i}.\nfunc F{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(200))
+    py = "".join(f"def f{i}():\n    '''Return {i}.'''\n    return {i}\n\n\n" for i in range(200))
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "main.go").write_text(go, encoding="utf-8")
+    (tmp_path / "repo" / "mod.py").write_text(py, encoding="utf-8")
+    parse.cache_clear()
+    parse_python.cache_clear()
+    build_index(tmp_path / "repo", tmp_path / "index", progress=False, workers=1)
+    assert (parse.cache_info().misses, parse.cache_info().hits) == (1, 1)
+    assert (parse_python.cache_info().misses, parse_python.cache_info().hits) == (1, 1)
+    shared = file_symbols("main.go", go)
+    parse.cache_clear()
+    assert file_symbols("main.go", go) == shared
+    assert [s.name for s in shared[1:]] == [f"F{i}" for i in range(200)]

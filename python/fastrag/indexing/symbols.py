@@ -23,11 +23,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from fastrag.indexing.chunking.grammars import CALL, GRAMMARS, parser, parser_bytes
+from fastrag.indexing.chunking.grammars import CALL, GRAMMARS, parse
+from fastrag.indexing.chunking.python import parse_python
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX
 
 __all__ = [
@@ -188,11 +188,8 @@ def _collapse(text: str) -> str:
 
 def _python_symbols(text: str) -> list[Symbol]:
     """Definitions of Python source (positions relative to the symbols after the module)."""
-    source = text.removeprefix("\ufeff")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(source)
-    lines = source.splitlines()
+    tree = parse_python(text)
+    lines = text.removeprefix("\ufeff").splitlines()
     out: list[Symbol] = []
 
     def header(node: ast.stmt, body: list[ast.stmt]) -> str:
@@ -258,8 +255,7 @@ def _node_name(node: Any) -> Any:
 
 def _syntax_symbols(grammar: str, text: str) -> list[Symbol]:
     """Definitions found along the syntax tree of ``grammar``."""
-    data = parser_bytes(text)
-    tree = parser(grammar).parse(data)
+    data, tree = parse(grammar, text)
     table = GRAMMARS[grammar]
     out: list[Symbol] = []
     stack: list[tuple[Any, int]] = [(tree.root_node, -1)]

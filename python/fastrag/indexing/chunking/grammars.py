@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import tree_sitter
 from tree_sitter import Node
@@ -211,3 +211,15 @@ def parser_bytes(text: str) -> bytes:
     """The UTF-8 bytes a parser reads for ``text``: lone surrogates (undecodable bytes of the file) become
     U+FFFD, which keeps every character's position."""
     return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
+@lru_cache(maxsize=1)
+def parse(grammar: str, text: str) -> tuple[bytes, tree_sitter.Tree]:
+    """The bytes (:func:`parser_bytes`) and the syntax tree of ``text`` under ``grammar``.
+
+    The last parse is kept: the chunker and the symbols table read each file one after the other,
+    and the second gets the first's tree instead of parsing again (the parse is about half of what
+    either costs). Callers must not edit the tree.
+    """
+    data = parser_bytes(text)
+    return data, parser(grammar).parse(data)

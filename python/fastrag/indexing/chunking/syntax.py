@@ -38,7 +38,7 @@ from itertools import pairwise
 
 from tree_sitter import Node
 
-from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, Grammar, parser, parser_bytes
+from fastrag.indexing.chunking.grammars import GRAMMARS, LEADING, Grammar, parse
 from fastrag.indexing.chunking.packer import (
     PARAGRAPHS,
     SIGNATURE_LIMIT,
@@ -269,9 +269,8 @@ def chunk_syntax(grammar: str, text: str, max_chunk_size: int, target_size: int 
     target = resolve_target(max_chunk_size, target_size)
     if len(text) <= target:  # one chunk whatever the tree: no need to parse
         return chunk_plain(text, max_chunk_size, target)
-    data = parser_bytes(text)
     try:
-        tree = parser(grammar).parse(data)
+        data, tree = parse(grammar, text)
         packer = _SyntaxPacker(text, target, data, GRAMMARS[grammar])
         packer.pack(packer.module_pieces(tree.root_node))
     except (_Unsupported, RecursionError):
