@@ -24,9 +24,12 @@ import ast
 import os
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from fastrag.indexing.chunking.grammars import CALL, GRAMMARS, parse
+import tree_sitter
+
+from fastrag.indexing.chunking.grammars import CALL, GRAMMARS, language, parse
 from fastrag.indexing.chunking.python import parse_python
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX
 
@@ -253,28 +256,45 @@ def _node_name(node: Any) -> Any:
     return None
 
 
+@cache
+def _definition_query(grammar: str) -> tree_sitter.Query:
+    """A query capturing every named node of a kind that may define a name in ``grammar``: its scopes,
+    :data:`EXTRA_DEFINITIONS`, and calls when some call opens a scope (kinds it lacks left out)."""
+    table = GRAMMARS[grammar]
+    lang = language(grammar)
+    kinds = table.scopes | EXTRA_DEFINITIONS | ({CALL[0]} if table.scope_calls else set())
+    known = sorted(k for k in kinds if lang.id_for_node_kind(k, True))
+    query: tree_sitter.Query = tree_sitter.Query(lang, "[" + " ".join(f"({k})" for k in known) + "] @definition")
+    return query
+
+
 def _syntax_symbols(grammar: str, text: str) -> list[Symbol]:
-    """Definitions found along the syntax tree of ``grammar``."""
+    """Definitions found along the syntax tree of ``grammar``.
+
+    The query (:func:`_definition_query`) finds the candidate nodes in the tree-sitter library,
+    outer before inner; a candidate's parent is the innermost named definition whose bytes hold it.
+    """
     data, tree = parse(grammar, text)
     table = GRAMMARS[grammar]
     out: list[Symbol] = []
-    stack: list[tuple[Any, int]] = [(tree.root_node, -1)]
-    while stack:
-        node, parent = stack.pop()
-        here = parent
-        if node.is_named and (node.type in EXTRA_DEFINITIONS or table.is_scope(node)):
-            name_node = table.name_of(node) or _node_name(node)
-            if name_node is None and node.parent is not None:  # an unnamed function given a name
-                name_node = node.parent.child_by_field_name("name")
-            if name_node is not None:
-                raw = data[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
-                name = _QUALIFIED.split(raw.strip())[-1].strip("*& ") if raw.strip() else ""
-                if name and len(name) <= 200 and "\n" not in name:
-                    out.append(_syntax_symbol(node, name, data, parent, out))
-                    here = len(out) - 1
-        for kid in reversed(node.children):
-            if kid.child_count:
-                stack.append((kid, here))
+    open_ends: list[tuple[int, int]] = []  # (end byte, index in out) of the definitions around the node
+    captured = tree_sitter.QueryCursor(_definition_query(grammar)).captures(tree.root_node)
+    for node in sorted(captured.get("definition", []), key=lambda n: (n.start_byte, -n.end_byte)):
+        while open_ends and open_ends[-1][0] < node.end_byte:
+            open_ends.pop()
+        if node.type == CALL[0] and not table.is_scope(node):
+            continue
+        name_node = table.name_of(node) or _node_name(node)
+        if name_node is None and node.parent is not None:  # an unnamed function given a name
+            name_node = node.parent.child_by_field_name("name")
+        if name_node is None:
+            continue
+        raw = data[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+        name = _QUALIFIED.split(raw.strip())[-1].strip("*& ") if raw.strip() else ""
+        if name and len(name) <= 200 and "\n" not in name:
+            parent = open_ends[-1][1] if open_ends else -1
+            out.append(_syntax_symbol(node, name, data, parent, out))
+            open_ends.append((node.end_byte, len(out) - 1))
     order = sorted(range(len(out)), key=lambda i: (out[i].first, i))
     where = {old: new for new, old in enumerate(order)}
     return [

@@ -24,7 +24,7 @@ from functools import cache, lru_cache
 import tree_sitter
 from tree_sitter import Node
 
-__all__ = ["CALL", "GRAMMARS", "LEADING", "Grammar", "parser", "parser_bytes"]
+__all__ = ["CALL", "GRAMMARS", "LEADING", "Grammar", "language", "parse", "parser", "parser_bytes"]
 
 #: How tree-sitter grammars of macro languages write a call: its node kind and the field of its target.
 CALL = ("call", "target")
@@ -197,11 +197,17 @@ LEADING = frozenset({"attribute_item", "attribute_declaration", "decorator", "ha
 
 
 @cache
-def parser(name: str) -> tree_sitter.Parser:
-    """The parser of grammar ``name`` (one per process)."""
+def language(name: str) -> tree_sitter.Language:
+    """The tree-sitter language of grammar ``name`` (one per process)."""
     grammar = GRAMMARS[name]
     module = importlib.import_module(grammar.module)
-    return tree_sitter.Parser(tree_sitter.Language(getattr(module, grammar.function)()))
+    return tree_sitter.Language(getattr(module, grammar.function)())
+
+
+@cache
+def parser(name: str) -> tree_sitter.Parser:
+    """The parser of grammar ``name`` (one per process)."""
+    return tree_sitter.Parser(language(name))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
