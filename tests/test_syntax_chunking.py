@@ -575,7 +575,8 @@ def test_chunker_and_symbols_share_one_parse(tmp_path: Path) -> None:
     from fastrag.indexing.chunking.python import parse_python
     from fastrag.indexing.symbols import file_symbols
 
-    go = "package main\n\n" + "".join(f"// F{i} does {i}.\nfunc F{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(200))
+    go = "package main\n\n"
+    go += "".join(f"// F{i} does {i}.\nfunc F{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(200))
     py = "".join(f"def f{i}():\n    '''Return {i}.'''\n    return {i}\n\n\n" for i in range(200))
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "main.go").write_text(go, encoding="utf-8")
