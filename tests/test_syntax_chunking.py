@@ -9,12 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import tree_sitter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fastrag.indexing.builder import build_index
 from fastrag.indexing.chunking import Chunk, chunk_file, chunk_plain, chunk_syntax
-from fastrag.indexing.chunking.grammars import GRAMMARS, parser
+from fastrag.indexing.chunking.grammars import GRAMMARS, parse, parser
+from fastrag.indexing.chunking.python import parse_python
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX, LANGUAGES
+from fastrag.indexing.symbols import EXTRA_DEFINITIONS, _definition_query, file_symbols
 from test_chunking import CORPUS, NAMES, NEWLINES, PROPERTY_SETTINGS, WORDS, check_all_sizes, check_chunks, spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -570,11 +574,6 @@ def test_corpus_syntax_invariants() -> None:
 def test_chunker_and_symbols_share_one_parse(tmp_path: Path) -> None:
     """Indexing parses each file once: the symbols table gets the tree the chunker made (and the
     definitions are those a parse of its own finds)."""
-    from fastrag.indexing.builder import build_index
-    from fastrag.indexing.chunking.grammars import parse
-    from fastrag.indexing.chunking.python import parse_python
-    from fastrag.indexing.symbols import file_symbols
-
     go = "package main\n\n"
     go += "".join(f"// F{i} does {i}.\nfunc F{i}() int {{\n\treturn {i}\n}}\n\n" for i in range(200))
     py = "".join(f"def f{i}():\n    '''Return {i}.'''\n    return {i}\n\n\n" for i in range(200))
@@ -590,3 +589,22 @@ def test_chunker_and_symbols_share_one_parse(tmp_path: Path) -> None:
     parse.cache_clear()
     assert file_symbols("main.go", go) == shared
     assert [s.name for s in shared[1:]] == [f"F{i}" for i in range(200)]
+
+
+@pytest.mark.parametrize("suffix", sorted(SAMPLES))
+def test_the_definition_query_finds_what_a_walk_of_every_node_finds(suffix: str) -> None:
+    """The symbols table's tree-sitter query captures exactly the nodes a walk of the whole tree
+    takes for definitions (a scope of the grammar, a scope call or an extra definition kind)."""
+    grammar = GRAMMAR_OF_SUFFIX[suffix]
+    table = GRAMMARS[grammar]
+    text = "\n".join(SAMPLES[suffix][:3])
+    _, tree = parse(grammar, text)
+    walked, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_named and (node.type in EXTRA_DEFINITIONS or table.is_scope(node)):
+            walked.append((node.start_byte, node.end_byte, node.type))
+        stack.extend(reversed(node.children))
+    captured = tree_sitter.QueryCursor(_definition_query(grammar)).captures(tree.root_node).get("definition", [])
+    found = sorted((n.start_byte, n.end_byte, n.type) for n in captured if n.type != "call" or table.is_scope(n))
+    assert walked and found == sorted(walked)
