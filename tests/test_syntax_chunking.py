@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fastrag.indexing.builder import build_index
 from fastrag.indexing.chunking import Chunk, chunk_file, chunk_plain, chunk_syntax
-from fastrag.indexing.chunking.grammars import GRAMMARS, parse, parser
+from fastrag.indexing.chunking.grammars import CALL, GRAMMARS, parse, parser
 from fastrag.indexing.chunking.python import parse_python
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX, LANGUAGES
 from fastrag.indexing.symbols import EXTRA_DEFINITIONS, _definition_query, file_symbols
@@ -606,5 +606,5 @@ def test_the_definition_query_finds_what_a_walk_of_every_node_finds(suffix: str)
             walked.append((node.start_byte, node.end_byte, node.type))
         stack.extend(reversed(node.children))
     captured = tree_sitter.QueryCursor(_definition_query(grammar)).captures(tree.root_node).get("definition", [])
-    found = sorted((n.start_byte, n.end_byte, n.type) for n in captured if n.type != "call" or table.is_scope(n))
+    found = sorted((n.start_byte, n.end_byte, n.type) for n in captured if n.type != CALL[0] or table.is_scope(n))
     assert walked and found == sorted(walked)

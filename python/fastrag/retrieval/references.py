@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastrag.indexing.chunking.grammars import parser, parser_bytes
+from fastrag.indexing.chunking.grammars import parse
 from fastrag.indexing.languages import GRAMMAR_OF_SUFFIX
 from fastrag.indexing.symbols import line_offsets
 
@@ -81,8 +81,7 @@ def _python_regions(text: str) -> list[tuple[int, int, str]]:
 
 def _syntax_places(grammar: str, text: str, offsets: list[int], length: int) -> list[str]:
     """The place of each occurrence at ``offsets`` (characters) along ``grammar``'s syntax tree."""
-    data = parser_bytes(text)
-    tree = parser(grammar).parse(data)
+    data, tree = parse(grammar, text)
     places = []
     ascii_text = len(data) == len(text)
     for start in offsets:
