@@ -39,7 +39,7 @@ from fastrag import _core
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import evaluate
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.precision import RELATIVE_WEIGHTS, Precision
+from fastrag.retrieval.precision import Precision, shipped_weights
 from fastrag.retrieval.query import identifier_variants
 from fastrag.retrieval.retriever import Hit, Retriever, hits_to_sources
 from fastrag.schemas import AnsweredQuestion, MinimalSearchResults
@@ -79,7 +79,7 @@ def weights(retriever: Retriever, name: float) -> Iterator[None]:
     """Run with another file-name weight in the precision stage."""
     old = retriever.precision
     index = retriever.index
-    relative = [name, *RELATIVE_WEIGHTS["question"][1:]]
+    relative = [name, *shipped_weights()[1:]]  # the file-name weight of queries with no trait
     retriever.precision = Precision(index.bm25, index.chunks.paths, index.chunks.file, index.definitions, relative)
     try:
         yield

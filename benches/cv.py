@@ -1,7 +1,7 @@
 """Honest tuning: pooled question sets, k-fold cross-validation by question (``make cv``).
 
 Usage: ``python benches/cv.py [--index_dir data/processed] [--datasets data/datasets/AnsweredQuestions]
-[--folds 5] [--index-ablation] [--grid] [--write-weights] [--no-write]``
+[--folds 5] [--index-ablation] [--grid] [--no-write]``
 
 Every answered question set in ``--datasets`` (the public and the dev sets) is pooled and split
 into ``--folds`` folds by question (a fixed seed). The precision stage's weights
@@ -24,8 +24,8 @@ pooled recall@5 out of fold.
 target size, candidate depth, the vector fusion's weight, floor, depth and RRF constant) fold by
 fold and scores the held-out fold with the choice (``benches/cv_grid.py``).
 
-``--write-weights`` writes the weights fitted on all pooled questions to the package's
-``ranker.json`` (atomically), naming the question sets they were fitted on. The tables replace the
+The shipped weights are fitted on these questions pooled with the benchmark repositories
+(``benches/cv_repos.py --write-weights``). The tables replace the
 ``## Cross-validation`` section of ``benches/RESULTS.md`` unless ``--no-write``.
 """
 
@@ -37,7 +37,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -50,7 +50,7 @@ from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import IOU_THRESHOLD, MISS_CAUSES, RECALL_KS, iou, miss_cause
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
-from fastrag.retrieval.evidence import is_full_question
+from fastrag.retrieval.evidence import asks_directly
 from fastrag.retrieval.query import analyse
 from fastrag.retrieval.retriever import (
     Hit,
@@ -67,14 +67,8 @@ from fastrag.schemas import MinimalSource
 SECTION = "## Cross-validation"
 K = max(RECALL_KS)
 SEED = 0
-#: The fit's L2 penalty and Adam steps, by query form (``precision.FORMS``; the forms' weights are fitted
-#: apart, each on its own questions). Keywords: chosen out of fold by repository (benches/cv_repos.py):
-#: L2 1.0 and 400 steps stopped short of the optimum (xrepo NDCG@10 out of fold .838 against .855 with
-#: these). Questions: the same change earned +0.004 vLLM docs R@5 out of fold, under the +0.01 a change
-#: needs, and cost public docs R@5 0.02 in sample, so full questions keep L2 1.0 and 400 steps.
-FIT = {"question": (1.0, 400), "keywords": (0.01, 3000)}
-L2, STEPS = FIT["question"]
-RATE = 0.05
+#: The fit's L2 penalty and its most iterations (benches/cv_repos.py chooses the penalty out of fold).
+L2, STEPS = 0.01, 1000
 #: Resamples of the questions behind each bootstrap interval.
 BOOTSTRAP = 2000
 
@@ -129,18 +123,24 @@ def collect(
         places = retriever.heading_hits(texts, K)
         for i, (q, text, ranked) in enumerate(zip(answered, texts, lists)):
             truth = [(s.file_path, s.first_character_index, s.last_character_index) for s in q.sources]
-            rows = retriever.precision.features(analyse(text, retriever.index.bm25), ranked)
+            features = candidate_columns(retriever, text, ranked)
             ids = [cid for cid, _ in ranked]
             label = np.array([finds(chunks.span(cid), truth) for cid in ids], dtype=np.float64)
-            features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
             out.append(Question(name, q.question_id, text, truth, ids, features, label, places.get(i, [])))
     return out
 
 
-def form_mask(form: str) -> np.ndarray:
-    """1.0 for every feature of :data:`fastrag.retrieval.precision.FEATURES` the weights of ``form`` use,
-    0.0 for those :data:`~fastrag.retrieval.precision.UNUSED` leaves at zero."""
-    return np.array([0.0 if f in precision.UNUSED[form] else 1.0 for f in precision.FEATURES])
+def candidate_columns(retriever: Retriever, text: str, ranked: Sequence[tuple[int, float]]) -> np.ndarray:
+    """The ranker's :data:`~fastrag.retrieval.precision.COLUMNS` of every candidate of ``ranked`` for ``text``."""
+    stage = retriever.precision
+    rows = stage.features(analyse(text, retriever.index.bm25), ranked)
+    traits = stage.traits(analyse(text, retriever.index.bm25), rows) if rows else ()
+    return np.array(stage.columns(rows, traits), dtype=np.float64).reshape(len(rows), len(precision.COLUMNS))
+
+
+def full_mask() -> np.ndarray:
+    """1.0 for every column of :data:`fastrag.retrieval.precision.COLUMNS`: the fit uses them all."""
+    return np.ones(len(precision.COLUMNS))
 
 
 def finds(span: tuple[str, int, int], truth: Sequence[tuple[str, int, int]]) -> bool:
@@ -155,45 +155,61 @@ def fit(
     l2: float = L2,
     steps: int = STEPS,
 ) -> np.ndarray:
-    """Weights of the listwise softmax loss over ``questions`` (features selected by ``mask``), by Adam.
+    """Weights of the listwise softmax loss over ``questions`` (columns selected by ``mask``), minimised
+    by L-BFGS (the loss is convex: it reaches the optimum in a few hundred evaluations where Adam took
+    thousands of steps).
 
     ``weights``: each question's share of the loss (default: equal), so that two pooled sources of
-    questions can count alike whatever their sizes. ``l2``, ``steps``: the penalty and the number of steps.
+    questions can count alike whatever their sizes. ``l2``: the penalty, per question; ``steps``: the
+    most iterations.
     """
+    from scipy.optimize import minimize
+
     keep = [i for i, q in enumerate(questions) if q.label.any()]
     usable = [questions[i] for i in keep]
-    w = np.zeros(len(mask))
-    if not usable:
-        return w
+    out = np.zeros(len(mask))
+    active = np.flatnonzero(mask)
+    if not usable or not len(active):
+        return out
     share = np.ones(len(usable)) if weights is None else np.array([weights[i] for i in keep], dtype=np.float64)
     share = share / share.sum()
-    x = np.concatenate([q.features for q in usable]) * mask
+    x = np.ascontiguousarray(np.concatenate([q.features for q in usable])[:, active])
     y = np.concatenate([q.label for q in usable])
-    bounds = np.cumsum([0] + [len(q.ids) for q in usable])
-    seg = np.repeat(np.arange(len(usable)), np.diff(bounds))
-    m = np.zeros_like(w)
-    v = np.zeros_like(w)
-    for step in range(1, steps + 1):
+    starts = np.cumsum([0] + [len(q.ids) for q in usable])[:-1]
+    seg = np.repeat(np.arange(len(usable)), [len(q.ids) for q in usable])
+    penalty = l2 / len(usable)
+
+    def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         s = x @ w
-        e = np.exp(s - np.maximum.reduceat(s, bounds[:-1])[seg])
-        z = np.add.reduceat(e, bounds[:-1])
-        p = np.add.reduceat(e * y, bounds[:-1])
-        grad = x.T @ (share[seg] * (e / z[seg] - e * y / p[seg])) + l2 * w / len(usable)
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad * grad
-        w -= RATE * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-9)
-    fitted: np.ndarray = w * mask
-    return fitted
+        e = np.exp(s - np.maximum.reduceat(s, starts)[seg])
+        z = np.add.reduceat(e, starts)
+        p = np.add.reduceat(e * y, starts)
+        loss = float(share @ (np.log(z) - np.log(p))) + 0.5 * penalty * float(w @ w)
+        grad = x.T @ (share[seg] * (e / z[seg] - e * y / p[seg])) + penalty * w
+        return loss, grad
+
+    found = minimize(loss_and_gradient, np.zeros(len(active)), jac=True, method="L-BFGS-B", options={"maxiter": steps})
+    out[active] = found.x
+    return out
 
 
-def ranked_hits(q: Question, weights: np.ndarray, retriever: Retriever, headings: bool = True) -> list[Hit]:
+#: What ranks a question's candidates: linear weights over its columns, or any model of its columns.
+Ranker = np.ndarray | Callable[[np.ndarray], np.ndarray]
+
+
+def model_scores(features: np.ndarray, weights: Ranker) -> np.ndarray:
+    """The candidates' scores under ``weights`` (:data:`Ranker`)."""
+    return weights(features) if callable(weights) else features @ weights
+
+
+def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bool = True) -> list[Hit]:
     """The first ``K`` hits of ``q`` ranked by ``weights``, through the retriever's own post-processing."""
     if not q.ids:
         return []
-    scores = q.features @ weights
+    scores = model_scores(q.features, weights)
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
-    if retriever.spread < 1.0 and not is_full_question(q.text):
+    if retriever.spread < 1.0 and not asks_directly(q.text):
         ranked = spread_files(ranked, retriever.index.chunks.file, retriever.spread)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
@@ -201,7 +217,7 @@ def ranked_hits(q: Question, weights: np.ndarray, retriever: Retriever, headings
     return distinct(hits, K)
 
 
-def recall(q: Question, weights: np.ndarray, retriever: Retriever, headings: bool = True) -> dict[int, float]:
+def recall(q: Question, weights: Ranker, retriever: Retriever, headings: bool = True) -> dict[int, float]:
     """recall@k of ``q`` ranked by ``weights``."""
     top = ranked_hits(q, weights, retriever, headings)
     return {k: found_share(q.truth, top[:k]) for k in RECALL_KS}
@@ -218,7 +234,7 @@ def searched_recall(
     stage = retriever.precision
     saved = stage.weights
     try:
-        for w, rows in held_out(questions, folds, form_mask("question"), aimed):
+        for w, rows in held_out(questions, folds, full_mask(), aimed):
             stage.set_weights(list(w[1:] / w[0]) if w[0] > 0 else [0.0] * (len(w) - 1))
             for i, hits in zip(rows, retriever.search_many([aimed[i].text for i in rows], K)):
                 out[i] = {k: found_share(aimed[i].truth, hits[:k]) for k in RECALL_KS}
@@ -372,7 +388,7 @@ def rebuilt_recall(
         build_index(repo, Path(tmp), dataclasses.replace(params, embed="none"), display_root=root, progress=False)
         other = Retriever.open(Path(tmp))
         questions = collect(other, datasets)
-        full = form_mask("question")
+        full = full_mask()
         out = cross_validate(questions, other, folds, full)
         if reworded:
             out += cross_validate(questions, other, folds, full, targets=collect(other, datasets, reworded=reworded))
@@ -399,13 +415,26 @@ def pooled_recall(per: list[dict[int, float]], questions: list[Question], kind: 
     return float(np.mean([per[i][at] for i in rows]))
 
 
-def write_weights(relative: dict[str, np.ndarray], fitted_on: list[str], questions: int, objective: str) -> None:
-    """Write the shipped ranker weights (``precision.RANKER_FILE``) of every form, fitted on every question,
-    atomically."""
+def without(feature: str) -> np.ndarray:
+    """:func:`full_mask` with one feature's column and its products with the traits left out."""
+    mask = full_mask()
+    for j, name in enumerate(precision.COLUMNS):
+        if name == feature or name.startswith(f"{feature}*"):
+            mask[j] = 0.0
+    return mask
+
+
+def shipped_weights() -> np.ndarray:
+    """The package's weights over :data:`~fastrag.retrieval.precision.COLUMNS`, the first-stage one 1."""
+    return np.array([1.0, *precision.shipped_weights()])
+
+
+def write_weights(relative: np.ndarray, fitted_on: list[str], questions: int, objective: str) -> None:
+    """Write the shipped ranker weights (``precision.RANKER_FILE``), fitted on every question, atomically."""
     target = Path(precision.__file__).with_name(precision.RANKER_FILE)
     record = {
-        "features": list(precision.FEATURES),
-        "weights": {form: [round(float(w), 4) for w in relative[form]] for form in precision.FORMS},
+        "columns": list(precision.COLUMNS),
+        "weights": [round(float(w), 4) for w in relative],
         "fitted_on": fitted_on,
         "questions": questions,
         "objective": objective,
@@ -423,7 +452,6 @@ def main() -> None:
     parser.add_argument(
         "--paraphrased", type=Path, default=PARAPHRASES, help="rewordings of the questions, scored but never fitted on"
     )
-    parser.add_argument("--write-weights", action="store_true", help="write the weights fitted on all questions")
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
     parser.add_argument(
         "--index-ablation", action="store_true", help="also rebuild the index without each optional chunk layer"
@@ -438,10 +466,9 @@ def main() -> None:
     started = time.perf_counter()
     retriever = Retriever.open(args.index_dir)
     questions = collect(retriever, datasets)
-    n_features = len(precision.FEATURES)
-    full = form_mask("question")
-    shipped = precision.load_weights()["question"]
-    shipped_w = np.array([shipped[f] for f in precision.FEATURES])
+    n_columns = len(precision.COLUMNS)
+    full = full_mask()
+    shipped_w = shipped_weights()
     fitted = fit(questions, full)
     columns = {
         "shipped": [recall(q, shipped_w, retriever) for q in questions],
@@ -463,16 +490,12 @@ def main() -> None:
     ablation: dict[str, list[dict[int, float]]] = {
         "all parts": columns["out of fold"] + reworded_columns["out of fold"]
     }
-    for j, name in enumerate(precision.FEATURES[1:], 1):
-        if not full[j]:
-            continue
-        mask = full.copy()
-        mask[j] = 0.0
-        ablation[f"without {name}"] = cross_validate(questions, retriever, args.folds, mask, targets=both)
+    for name in precision.FEATURES[1:]:
+        ablation[f"without {name}"] = cross_validate(questions, retriever, args.folds, without(name), targets=both)
     ablation["without heading lines"] = cross_validate(
         questions, retriever, args.folds, full, headings=False, targets=both
     )
-    ablation["first stage alone"] = [recall(q, np.eye(n_features)[0], retriever, headings=False) for q in both]
+    ablation["first stage alone"] = [recall(q, np.eye(n_columns)[0], retriever, headings=False) for q in both]
     if args.index_ablation:
         ablation.update(index_ablation(retriever, datasets, args.folds, rewordings))
     grid = ""
@@ -481,7 +504,7 @@ def main() -> None:
 
         grid = f"{INTRO}:\n\n{grid_table(retriever, datasets, questions, args.folds, pooled_recall)}\n\n"
     relative = fitted / fitted[0]
-    shipped_text = ", ".join(f"{f} {w / shipped_w[0]:.3f}" for f, w in zip(precision.FEATURES, shipped_w))
+    shipped_text = ", ".join(f"{f} {w:.3f}" for f, w in zip(precision.COLUMNS, shipped_w) if w)
     full_parts = ablation["all parts"]
     gains = "; ".join(
         f"{name}: docs {pooled_recall(full_parts, questions, 'docs') - pooled_recall(per, questions, 'docs'):+.3f},"
@@ -504,7 +527,7 @@ def main() -> None:
         ' them (with heading lines for "where" questions), *default mode, out of fold* is what the'
         " retriever returns in its default mode (with vectors: fused) with weights fitted out of fold."
         f" Weights fitted on all questions, relative to the first-stage "
-        f"score: {', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative))}; shipped: "
+        f"score: {', '.join(f'{f} {w:.3f}' for f, w in zip(precision.COLUMNS, relative) if w)}; shipped: "
         f"{shipped_text}.\n\n"
         f"{table(questions, columns)}\n\n"
         f"Recall@5 of the last column with its 95% interval ({BOOTSTRAP} bootstrap resamples of the questions:"
@@ -529,11 +552,6 @@ def main() -> None:
             f"{anatomy(reworded, fitted, retriever)}\n"
         )
     print(body)
-    if args.write_weights:  # the question form's weights; the keywords form keeps those shipped (cv_repos.py)
-        kept = precision.load_weights()["keywords"]
-        keywords = np.array([kept[f] / kept["first_stage"] for f in precision.FEATURES])
-        write_weights({"question": relative, "keywords": keywords}, [p.name for p in datasets], len(questions),
-                      f"listwise softmax cross-entropy, L2 {L2}, Adam {STEPS} steps; benches/cv.py")  # fmt: skip
     if not args.no_write:
         replace_section(RESULTS, SECTION, body)
     print(f"cv: {time.perf_counter() - started:.1f} s", file=sys.stderr)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from cv import Question, collect, cross_validate, folds_of, form_mask, index_params, rebuilt_recall, searched_recall
+from cv import Question, collect, cross_validate, folds_of, full_mask, index_params, rebuilt_recall, searched_recall
 
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
@@ -88,7 +88,7 @@ def grid_table(
     """Markdown table: for each tunable, the settings tried, the shipped one, the one each fold chose,
     and pooled recall@5 out of fold with the shipped setting and with the selected ones."""
     params = index_params(retriever)
-    full = form_mask("question")
+    full = full_mask()
     fold = folds_of(len(questions), folds)
     head = "| tunable | settings tried | shipped | chosen per fold | pooled docs R@5 shipped / selected"
     lines = [head + " | pooled code R@5 shipped / selected |", "|---|---|---|---|---|---|"]

@@ -37,17 +37,22 @@ from pathlib import Path
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section
 from cv import (
-    FIT,
+    L2,
     SEED,
+    STEPS,
     K,
     Question,
+    Ranker,
+    candidate_columns,
     collect,
     fit,
     folds_of,
-    form_mask,
     found_share,
+    full_mask,
     kind_rows,
+    model_scores,
     recall,
+    shipped_weights,
     write_weights,
 )
 from xrepo_run import INDEX_ROOT, TREES, XREPO, LineTable, build_indexes, run_fastrag, unpack_trees
@@ -56,8 +61,7 @@ from xrepo_score import Repo, Span, Task, load_repos, load_tasks, ndcg_at_10, su
 from fastrag.evaluation.recall import RECALL_KS
 from fastrag.indexing.sources import Sources
 from fastrag.retrieval import precision
-from fastrag.retrieval.evidence import is_full_question
-from fastrag.retrieval.query import analyse
+from fastrag.retrieval.evidence import asks_directly
 from fastrag.retrieval.retriever import Hit, Retriever, clean_query, distinct, nested_first, spread_files
 
 SECTION = "## Cross-validation by repository"
@@ -99,57 +103,30 @@ def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: i
         retriever = index.retriever
         texts = [clean_query(t.query) for t in mine]
         for task, text, ranked in zip(mine, texts, retriever.lexical.search_many(texts, depth)):
-            rows = retriever.precision.features(analyse(text, retriever.index.bm25), ranked)
             ids = [cid for cid, _ in ranked]
             spans = index.spans([Hit(*retriever.index.chunks.span(cid), 0.0) for cid in ids])
             label = np.array([ndcg_at_10([s], task) > 0 for s in spans], dtype=np.float64)
-            features = np.array(rows, dtype=np.float64).reshape(len(ids), len(precision.FEATURES))
-            out.append(RepoTask(task, ids, by_form(features, text), label))
+            out.append(RepoTask(task, ids, candidate_columns(retriever, text, ranked), label))
     return out
 
 
-def by_form(features: np.ndarray, text: str) -> np.ndarray:
-    """A candidate list's features laid out for the weights of every form (:data:`precision.FORMS`) side by
-    side: the query's own form's block holds them, the others zeros. One weight vector over these columns
-    is the weights of every form one after another (:func:`per_form`)."""
-    form = precision.FORMS.index(precision.query_form(text))
-    blocks = [features if i == form else np.zeros_like(features) for i in range(len(precision.FORMS))]
-    return np.hstack(blocks)
-
-
-def per_form(weights: np.ndarray) -> dict[str, np.ndarray]:
-    """A weight vector over :func:`by_form`'s columns as each form's weights relative to its first-stage weight
-    (all zeros for a form whose first-stage weight is not positive: no question of that form was fitted)."""
-    n = len(precision.FEATURES)
-    out = {}
-    for i, form in enumerate(precision.FORMS):
-        w = weights[i * n : (i + 1) * n]
-        out[form] = w / w[0] if w[0] > 0 else np.zeros(n)
-    return out
-
-
-def forms_mask() -> np.ndarray:
-    """The features each form's weights use (:func:`cv.form_mask`), over :func:`by_form`'s columns."""
-    return np.concatenate([form_mask(form) for form in precision.FORMS])
-
-
-def repo_ndcg(item: RepoTask, weights: np.ndarray, index: RepoIndex) -> float:
+def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     """NDCG@10 of a task ranked by ``weights`` through the retriever's own post-processing."""
     if not item.ids:
         return 0.0
     chunks = index.retriever.index.chunks
-    scores = item.features @ weights
+    scores = model_scores(item.features, weights)
     order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
     retriever = index.retriever
-    if retriever.spread < 1.0 and not is_full_question(item.task.query):
+    if retriever.spread < 1.0 and not asks_directly(item.task.query):
         ranked = spread_files(ranked, chunks.file, retriever.spread)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
     return ndcg_at_10(index.spans(hits), item.task)
 
 
-#: Coordinate ascent of the benchmark's own metric after the listwise fit (:func:`ascend`): passes over the
-#: weights, and the steps tried on each, as shares of the form's first-stage weight.
+#: Coordinate ascent of the benchmark's own metric after the listwise fit (:meth:`Pooled.ascend`): passes over
+#: the weights, and the steps tried on each, as shares of the first-stage weight.
 ASCENT_ROUNDS = 2
 ASCENT_STEPS = (0.3, 0.1, -0.1, -0.3)
 
@@ -168,29 +145,6 @@ def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str,
     return over_repos(tasks, [repo_ndcg(t, weights, indexes[t.task.repo]) for t in tasks])
 
 
-def ascend(weights: np.ndarray, tasks: Sequence[RepoTask], indexes: dict[str, RepoIndex], block: slice) -> np.ndarray:
-    """``weights`` with the non-zero ones of ``block`` (one form's, its first-stage weight kept as the scale)
-    moved one at a time, each step kept when it raises the mean NDCG@10 of ``tasks`` over their repositories.
-
-    The listwise loss rewards any covering candidate near the top; the benchmark counts each target once, at
-    its first covering rank, after spreading and de-duplication. Climbing the metric itself, from the loss's
-    optimum, fits what the loss cannot express.
-    """
-    scale = float(abs(weights[block.start])) or 1.0
-    movable = [i for i in range(block.start + 1, block.stop) if weights[i] != 0]
-    best_w: np.ndarray = weights.copy()
-    best = repo_mean(tasks, weights, indexes)
-    for _ in range(ASCENT_ROUNDS):
-        for i in movable:
-            for step in ASCENT_STEPS:
-                trial = best_w.copy()
-                trial[i] += step * scale
-                value = repo_mean(tasks, trial, indexes)
-                if value > best + 1e-9:
-                    best_w, best = trial, value
-    return best_w
-
-
 @dataclass(slots=True)
 class Pooled:
     """Both sources of questions with their folds: vLLM by question, repositories by repository."""
@@ -201,6 +155,8 @@ class Pooled:
     task_fold: np.ndarray
     repo_fold: dict[str, int]
     indexes: dict[str, RepoIndex]
+    vllm: Retriever
+    climb: bool = True
     _fitted: dict[int | None, np.ndarray] = field(default_factory=dict, repr=False)
 
     def training(self, fold: int | None) -> tuple[list[Question | RepoTask], list[float]]:
@@ -210,27 +166,83 @@ class Pooled:
         shares = [0.5 / max(1, len(qs))] * len(qs) + [0.5 / max(1, len(ts))] * len(ts)
         return [*qs, *ts], shares
 
+    def ascend(self, weights: np.ndarray, chosen: Sequence[Question | RepoTask]) -> np.ndarray:
+        """``weights`` climbed on the NDCG@10 of the repositories' tasks among ``chosen`` that are not put as
+        direct questions: each non-zero weight of a candidate feature moved in turn, its product with the
+        ``asks`` trait moved the other way (so that direct questions keep their weights), a step kept when it
+        raises the tasks' mean over their repositories.
+
+        The listwise loss rewards any covering candidate near the top; the benchmark counts each target once,
+        at its first covering rank, after spreading and de-duplication. Climbing the metric itself, from the
+        loss's optimum, fits what the loss cannot express. Direct questions are not climbed: climbing vLLM's
+        recall the same way overfit its training questions (docs/retrieval.md).
+        """
+        tasks = [t for t in chosen if isinstance(t, RepoTask) and not asks_directly(t.task.query)]
+        if not tasks:
+            return weights
+        scale = float(abs(weights[0])) or 1.0
+        asks = {c: j for j, c in enumerate(precision.COLUMNS) if c.endswith("*asks")}
+        movable = [(i, asks[f"{c}*asks"]) for i, c in enumerate(precision.FEATURES) if i > 0 and weights[i] != 0]
+        best_w: np.ndarray = weights.copy()
+        best = repo_mean(tasks, weights, self.indexes)
+        for _ in range(ASCENT_ROUNDS):
+            for i, j in movable:
+                for step in ASCENT_STEPS:
+                    trial = best_w.copy()
+                    trial[i] += step * scale
+                    trial[j] -= step * scale
+                    value = repo_mean(tasks, trial, self.indexes)
+                    if value > best + 1e-9:
+                        best_w, best = trial, value
+        return best_w
+
     def fitted(self, fold: int | None) -> np.ndarray:
-        """Weights fitted on everything outside ``fold`` (computed once per fold): each form's block on the
-        questions of that form, with the form's penalty and steps (:data:`cv.FIT`; the blocks share no question,
-        so they fit apart), then climbed (:func:`ascend`) on the NDCG@10 of the form's training tasks, if any."""
+        """Weights fitted on everything outside ``fold`` (computed once per fold), then climbed
+        (:meth:`ascend`) on the training questions and tasks."""
         if fold in self._fitted:
             return self._fitted[fold]
         chosen, shares = self.training(fold)
-        n = len(precision.FEATURES)
-        out = np.zeros(n * len(precision.FORMS))
-        for i, form in enumerate(precision.FORMS):
-            mine = [j for j, q in enumerate(chosen) if q.features[:, i * n : (i + 1) * n].any()]
-            mask = np.zeros_like(out)
-            mask[i * n : (i + 1) * n] = form_mask(form)
-            l2, steps = FIT[form]
-            block = fit([chosen[j] for j in mine], mask, [shares[j] for j in mine], l2, steps)
-            tasks = [item for j in mine if isinstance(item := chosen[j], RepoTask)]
-            if tasks:
-                block = ascend(block, tasks, self.indexes, slice(i * n, (i + 1) * n))
-            out += block
+        out = fit(chosen, full_mask(), shares, L2, STEPS)
+        if self.climb:
+            out = self.ascend(out, chosen)
         self._fitted[fold] = out
         return out
+
+
+#: The gradient-boosted trees measured beside the linear ranker (LightGBM's LambdaRank; ``--lambdamart``).
+LAMBDAMART = {
+    "objective": "lambdarank",
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_data_in_leaf": 50,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "feature_fraction": 0.8,
+    "lambdarank_truncation_level": 20,
+    "verbose": -1,
+    "seed": SEED,
+}
+LAMBDAMART_ROUNDS = 300
+
+
+def lambdamart(pooled: Pooled, fold: int | None) -> Ranker:
+    """LightGBM's LambdaRank trees fitted on the questions and tasks outside ``fold`` as a :data:`Ranker`."""
+    import lightgbm
+
+    chosen, _ = pooled.training(fold)
+    kept = [item for item in chosen if item.label.any()]
+    data = lightgbm.Dataset(
+        np.concatenate([item.features for item in kept]),
+        np.concatenate([item.label for item in kept]).astype(np.int64),
+        group=[len(item.ids) for item in kept],
+    )
+    model = lightgbm.train(LAMBDAMART, data, num_boost_round=LAMBDAMART_ROUNDS)
+
+    def score(features: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.asarray(model.predict(features), dtype=np.float64)
+        return out
+
+    return score
 
 
 def repo_folds(names: Sequence[str], folds: int) -> dict[str, int]:
@@ -240,7 +252,7 @@ def repo_folds(names: Sequence[str], folds: int) -> dict[str, int]:
 
 
 def scores(
-    pooled: Pooled, vllm: Retriever, indexes: dict[str, RepoIndex], pick: Callable[[int], np.ndarray]
+    pooled: Pooled, vllm: Retriever, indexes: dict[str, RepoIndex], pick: Callable[[int], Ranker]
 ) -> tuple[list[dict[int, float]], list[float]]:
     """Recall of every vLLM question and NDCG@10 of every task, each ranked with ``pick(its fold)``."""
     per_fold = {f: pick(f) for f in {*pooled.question_fold.tolist(), *pooled.task_fold.tolist()}}
@@ -257,7 +269,8 @@ def searched(
     ndcg: dict[tuple[str, str], float] = {}
     saved = vllm.precision.weights
     for f in range(folds):
-        relative = {form: list(w[1:]) for form, w in per_form(pooled.fitted(f)).items()}
+        w = pooled.fitted(f)
+        relative = list(w[1:] / w[0])
         rows = [i for i, g in enumerate(pooled.question_fold) if g == f]
         vllm.precision.set_weights(relative)
         for i, hits in zip(rows, vllm.search_many([pooled.questions[i].text for i in rows], K)):
@@ -265,7 +278,7 @@ def searched(
         held = [r for r in repos if r.name in indexes and pooled.repo_fold[r.name] == f]
 
         def search(
-            retriever: Retriever, queries: Sequence[str], k: int, relative: dict[str, list[float]] = relative
+            retriever: Retriever, queries: Sequence[str], k: int, relative: list[float] = relative
         ) -> list[list[Hit]]:
             retriever.precision.set_weights(relative)
             return retriever.search_many(queries, k)
@@ -369,6 +382,8 @@ def main() -> None:
     parser.add_argument("--reuse-index", action="store_true", help="keep the repositories' indexes built by this build")
     parser.add_argument("--write-weights", action="store_true", help="write the weights fitted on everything")
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
+    parser.add_argument("--no-climb", action="store_true", help="the listwise fit alone, without the ascent")
+    parser.add_argument("--lambdamart", action="store_true", help="also LightGBM's LambdaRank trees out of fold")
     args = parser.parse_args()
     started = time.perf_counter()
     datasets = sorted(args.datasets.glob("*.json"))
@@ -376,8 +391,6 @@ def main() -> None:
         sys.exit(f"cv_repos: no question sets in {args.datasets}" if not datasets else "cv_repos: --folds must be >= 2")
     vllm = Retriever.open(args.index_dir)
     questions = collect(vllm, datasets)
-    for q in questions:
-        q.features = by_form(q.features, q.text)
     repos = load_repos(XREPO)
     trees = unpack_trees(repos)
     builds = build_indexes(repos, trees, reuse=args.reuse_index)
@@ -395,38 +408,43 @@ def main() -> None:
         np.array([fold_of[t.task.repo] for t in tasks], dtype=np.int64),
         fold_of,
         indexes,
+        vllm,
+        climb=not args.no_climb,
     )
     everything = pooled.fitted(None)
-    shipped = precision.load_weights()
-    shipped_w = np.concatenate([[shipped[form][f] for f in precision.FEATURES] for form in precision.FORMS])
+    shipped_w = shipped_weights()
     columns = {
         "shipped": scores(pooled, vllm, indexes, lambda f: shipped_w),
         "in sample": scores(pooled, vllm, indexes, lambda f: everything),
         "out of fold": scores(pooled, vllm, indexes, pooled.fitted),
     }
+    if args.lambdamart:
+        trees = {f: lambdamart(pooled, f) for f in range(args.folds)}
+        columns["LambdaMART, out of fold"] = scores(pooled, vllm, indexes, trees.__getitem__)
     columns["default mode, out of fold"] = searched(pooled, vllm, indexes, args.folds, repos, INDEX_ROOT)
     grid_line, _ = spread_grid(pooled, indexes, args.folds)
-    relative = per_form(everything)
-    weights_text = "; ".join(
-        f"{form}: {', '.join(f'{f} {w:.3f}' for f, w in zip(precision.FEATURES, relative[form]))}"
-        for form in precision.FORMS
-    )
+    relative = everything / everything[0]
+    weights_text = ", ".join(f"{c} {w:.3f}" for c, w in zip(precision.COLUMNS, relative) if w)
     body = (
         f"{SECTION}\n\n{machine()}\n\n"
         f"`python benches/cv_repos.py`: {len(questions)} vLLM questions ({', '.join(p.name for p in datasets)}) in "
         f"{args.folds} folds by question, pooled with {len(tasks)} tasks of {len(indexes)} benchmark repositories "
         f"(`../shared/xrepo`) in {args.folds} folds by repository (seed {SEED}); each source half of the loss. "
-        f"Weights fitted on everything, each form's (`precision.FORMS`) relative to its first-stage score, the"
-        f" features a form leaves unused (`precision.UNUSED`) at 0: {weights_text}.\n\n"
+        f"Weights fitted on everything over `precision.COLUMNS` (the candidate features and their products with"
+        f" the query's traits), relative to the first-stage score, zeros left out: {weights_text}.\n\n"
         f"{repo_rows(tasks, {c: v[1] for c, v in columns.items()})}\n\n"
         f"{vllm_rows(questions, {c: v[0] for c, v in columns.items()})}\n\n"
         f"{grid_line}\n"
     )
     print(body)
     if args.write_weights:
-        objective = "listwise softmax cross-entropy, each source half, by form (L2, Adam steps): "
-        objective += ", ".join(f"{form} {l2} {steps}" for form, (l2, steps) in FIT.items())
-        objective += f", then coordinate ascent of the repositories' NDCG@10 ({ASCENT_ROUNDS} rounds); "
+        objective = f"listwise softmax cross-entropy, each source half, L2 {L2}, Adam {STEPS} steps"
+        if pooled.climb:
+            objective += (
+                f", then coordinate ascent of the repositories' NDCG@10 for queries not put as direct questions"
+                f" ({ASCENT_ROUNDS} rounds)"
+            )
+        objective += "; "
         objective += "benches/cv_repos.py"
         fitted_on = [p.name for p in datasets] + [f"xrepo: {len(indexes)} repositories"]
         write_weights(relative, fitted_on, len(questions) + len(tasks), objective)

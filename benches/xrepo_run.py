@@ -313,7 +313,7 @@ def run_fastrag(
 
 
 def question_form(query: str) -> str:
-    """``query`` asked as a full question (:func:`fastrag.retrieval.evidence.is_full_question`)."""
+    """``query`` put as a direct question (:func:`fastrag.retrieval.evidence.asks_directly`)."""
     return f"What is {query.rstrip('?')}?"
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from fastrag import _core
-from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind, symbol_name
+from fastrag.retrieval.evidence import (
+    PathWords,
+    asks_directly,
+    is_symbol_query,
+    path_kind,
+    query_traits,
+    symbol_name,
+)
 from fastrag.retrieval.retriever import spread_files
 
 
@@ -27,6 +34,13 @@ def test_tests_are_recognised_in_every_convention(path: str) -> None:
     assert path_kind(path).test
 
 
+def test_a_test_folder_is_told_from_a_test_name_alone() -> None:
+    assert path_kind("tests/test_api.py").test_folder and path_kind("spec/models/user_spec.rb").test_folder
+    assert not path_kind("pkg/foo_test.go").test_folder and path_kind("pkg/foo_test.go").test
+    assert not path_kind("lib/test_functions.bash").test_folder and path_kind("lib/test_functions.bash").test
+    assert not path_kind("src/runner.py").test_folder
+
+
 @pytest.mark.parametrize(
     "path", ["src/requests/auth.py", "lib/contest.rb", "latest.go", "src/Request.java", "testing_notes.md"]
 )
@@ -42,7 +56,7 @@ def test_examples_and_prose() -> None:
     assert not path_kind("vllm/lora/request.py").prose
 
 
-def test_symbol_queries_and_full_questions() -> None:
+def test_symbol_queries() -> None:
     for text in ("HTTPAdapter", "model_post_init", "Sinatra::Base", "absl::StrSplit", "_private", "Depends"):
         assert is_symbol_query(text), text
     for text in ("middleware", "background tasks", "how are routes registered", "Depends on what?"):
@@ -50,8 +64,44 @@ def test_symbol_queries_and_full_questions() -> None:
     assert (
         symbol_name("Sinatra::Base") == "Base" and symbol_name("a.b.c") == "c" and symbol_name("Depends") == "Depends"
     )
-    assert is_full_question("How do I load a LoRA adapter at runtime?")
-    assert not is_full_question("how are routes registered") and not is_full_question("why?")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How do I load a LoRA adapter at runtime",
+        "what is the default value of max_model_len",
+        "Which page explains prefix caching",
+        "does the scheduler preempt requests",
+        "In the Gaudi log, how much memory did warm-up take",
+        "where in the guide are contributor questions answered",
+        "can you show the retry settings",
+    ],
+)
+def test_direct_questions_are_told_by_their_words(text: str) -> None:
+    for form in (text, text + "?", text + ".", text + " !"):
+        assert asks_directly(form), form
+        assert query_traits(form)[0] == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how requests are retried through the adapter",
+        "middleware stack and CORS",
+        "HTTPAdapter",
+        "async file I/O operations",
+        "why?",
+    ],
+)
+def test_descriptions_of_code_are_not_direct_questions(text: str) -> None:
+    assert not asks_directly(text) and not asks_directly(text + "?"), text
+
+
+def test_traits_name_tests_and_documentation() -> None:
+    assert query_traits("fixtures for the retry tests") == (0.0, 1.0, 0.0)
+    assert query_traits("which docs page covers LoRA") == (1.0, 0.0, 1.0)
+    assert query_traits("retry policy") == (0.0, 0.0, 0.0)
 
 
 def _tokenize(text: str) -> list[str]:

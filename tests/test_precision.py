@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,8 @@ from fastrag.indexing.chunking import chunk_file
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.symbols import file_symbols
 from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
-from fastrag.retrieval.precision import FEATURES, FileTexts, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.evidence import path_kind
+from fastrag.retrieval.precision import COLUMNS, FileTexts, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
@@ -219,7 +222,7 @@ def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:
     assert sorted(c for c, _ in out) == sorted(c for c, _ in ranked)
     assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
     assert stage.rerank(analyse(QUESTION, index.bm25), []) == []
-    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, weights=[0.0] * (len(FEATURES) - 1))
+    silent = Precision(index.bm25, index.chunks.paths, index.chunks.file, weights=[0.0] * (len(COLUMNS) - 1))
     assert [c for c, _ in silent.rerank(analyse(QUESTION, index.bm25), ranked)] == [c for c, _ in ranked]
 
 
@@ -377,7 +380,7 @@ def test_the_chunk_that_defines_what_the_question_names_comes_first(defining_ind
     defined = sorted(retriever.precision.defined(query, [c for c, _ in ranked]), reverse=True)
     assert defined[0] > 0 and defined[1] == 0  # one chunk defines it
     assert retriever.precision.defined(analyse("", retriever.index.bm25), [c for c, _ in ranked]) == [0.0] * len(ranked)
-    retriever.precision.set_weights([0.0] * (len(FEATURES) - 1))
+    retriever.precision.set_weights([0.0] * (len(COLUMNS) - 1))
     assert [h.file_path for h in retriever.search(question, 2, "lexical")] == plain
     without = Precision(retriever.index.bm25, retriever.index.chunks.paths, retriever.index.chunks.file)
     assert without.defined(query, [c for c, _ in ranked]) == [0.0] * len(ranked)
@@ -468,3 +471,73 @@ def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path
     assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end
     # not one name: no definition is looked up
     assert heads("how adapters retry") == {}
+
+
+def test_the_shipped_ranker_file_is_small_and_read_once() -> None:
+    from fastrag.retrieval import precision
+
+    shipped = Path(precision.__file__).with_name(precision.RANKER_FILE)
+    assert shipped.stat().st_size < 1_000_000
+    assert precision.shipped_weights() is precision.shipped_weights()  # loaded once per process
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        None,  # missing
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: text.replace('"columns"', '"features"'),  # another ranker's
+        lambda text: json.dumps({**json.loads(text), "columns": json.loads(text)["columns"][:-1]}),  # other columns
+        lambda text: json.dumps({**json.loads(text), "weights": json.loads(text)["weights"][:-1]}),  # a weight short
+        lambda text: json.dumps({**json.loads(text), "weights": [-1.0] + json.loads(text)["weights"][1:]}),
+        lambda text: text.replace(json.dumps(json.loads(text)["weights"][1]), '"NaN"', 1),
+    ],
+)
+def test_a_damaged_ranker_file_is_one_clear_error_naming_it(
+    tmp_path: Path, damage: Callable[[str], str] | None
+) -> None:
+    from fastrag.retrieval import precision
+
+    text = Path(precision.__file__).with_name(precision.RANKER_FILE).read_text(encoding="utf-8")
+    target = tmp_path / "ranker.json"
+    if damage is not None:
+        target.write_text(damage(text), encoding="utf-8")
+    with pytest.raises(precision.RankerFileError, match=str(target)):
+        precision.load_weights(target)
+    good = tmp_path / "good.json"
+    good.write_text(text, encoding="utf-8")
+    assert tuple(precision.load_weights(good)) == precision.COLUMNS
+
+
+#: A test framework's own library named like a test, sourced by its runner; its own tests in a test folder;
+#: and Go tests beside the code they test, which nothing names.
+FRAMEWORK_REPO = {
+    "lib/core/test_functions.bash": (
+        "# the functions a test file calls\nskip() {\n  echo skipped the current test case\n}\n"
+        "load() {\n  source helper files relative to the test file\n}\n"
+    ),
+    "bin/runner": '#!/usr/bin/env bash\nsource "$ROOT/lib/core/test_functions.bash"\nrun_all_cases "$@"\n',
+    "test/skip.bats": "@test 'skip marks the test case as skipped' {\n  skip\n  echo skipped test case\n}\n",
+    "pkg/mode.go": "package pkg\n\n// SetMode sets the mode\nfunc SetMode(m string) { mode = m }\n",
+    "pkg/mode_test.go": 'package pkg\n\nfunc TestSetMode(t *testing.T) { SetMode("debug") }\n',
+}
+
+
+def test_a_test_like_name_that_other_code_sources_is_product_code(tmp_path: Path) -> None:
+    retriever = Retriever.open(indexed(tmp_path, FRAMEWORK_REPO))
+    stage = retriever.precision
+    chunks = retriever.index.chunks
+    by_path = {chunks.paths[chunks.file[c]].split("repo/", 1)[1]: chunks.file[c] for c in range(len(chunks))}
+    tests = {path: stage.is_test(f, path_kind(path)) for path, f in by_path.items()}
+    assert tests == {
+        "lib/core/test_functions.bash": False,  # sourced by bin/runner
+        "bin/runner": False,
+        "test/skip.bats": True,  # a test folder
+        "pkg/mode.go": False,
+        "pkg/mode_test.go": True,  # nothing names it
+    }
+    hits = retriever.search("how a test case is skipped", 3, "lexical")
+    assert hits[0].file_path.endswith("lib/core/test_functions.bash")
+    # without reading the repository, the name alone would have decided
+    blind = Precision(retriever.index.bm25, chunks.paths, chunks.file)
+    assert blind.is_test(by_path["lib/core/test_functions.bash"], path_kind("lib/core/test_functions.bash"))

@@ -176,13 +176,13 @@ def test_load_tasks_reads_every_annotation() -> None:
     assert [x.path for x in first.targets] == raw[0]["relevant"] + raw[0]["secondary"]
 
 
-def test_question_form_asks_any_query_as_a_full_question() -> None:
-    from fastrag.retrieval.evidence import is_full_question
+def test_question_form_asks_any_query_as_a_direct_question() -> None:
+    from fastrag.retrieval.evidence import asks_directly
 
     run = importlib.import_module("xrepo_run")
-    for query in ("Depends", "middleware stack and CORS", "how are routes matched?"):
-        assert not is_full_question(query) or query.endswith("?")
-        assert is_full_question(run.question_form(query))
+    for query in ("Depends", "middleware stack and CORS", "how routes are matched?"):
+        assert not asks_directly(query)
+        assert asks_directly(run.question_form(query))
     assert run.question_form("how are routes matched?").count("?") == 1
 
 

@@ -159,9 +159,7 @@ class AgentCommands:
             status(f"{found.total - len(found.matches)} more lines (raise --limit)")
 
     @example("watch --repo_path .")
-    def watch(
-        self, *, repo_path: str | None = None, index_dir: str | None = None, vectors: str | None = None
-    ) -> None:
+    def watch(self, *, repo_path: str | None = None, index_dir: str | None = None, vectors: str | None = None) -> None:
         """Index the repository, then keep the index fresh until Ctrl-C: every burst of changes (edits, new,
         deleted or renamed files, a branch checkout) becomes one incremental build, published as a new
         generation that search, mcp and serve pick up. Example: fastrag watch

@@ -2,8 +2,9 @@
 
 A code repository is not a bag of chunks: a file's path says what it is (a test, an example, a page
 of documentation) and what it is about (``cookies.py``, ``routing/``), and a question's form says
-what it wants (a bare ``HTTPAdapter`` wants its definition; a question asked as a full sentence
-with a question mark may want the page that explains it). These are features of the precision
+what it wants (a bare ``HTTPAdapter`` wants its definition; a question asked in so many words may
+want the page that explains it). Only words count: ``how do I enable LoRA``, with or without its
+``?``, is the same question. These are features of the precision
 stage's linear ranker (:mod:`fastrag.retrieval.precision`); their weights are learned by
 cross-validation on vLLM questions pooled with the repositories of a code-search benchmark, folds
 by repository (``benches/cv.py``), never set by hand.
@@ -17,7 +18,9 @@ by repository (``benches/cv.py``), never set by hand.
   :data:`MIN_PREFIX` characters; both sides in the index's own stemmed tokens).
 * :func:`is_symbol_query` — a query that is one identifier (``HTTPAdapter``, ``model_post_init``,
   ``Sinatra::Base``), and :func:`symbol_name` the name it asks for (its last qualified part).
-* :func:`is_full_question` — a question asked as a sentence ending in ``?``.
+* :func:`query_traits` — what the query's words say it asks for (:data:`TRAITS`): whether it is put
+  as a direct question, whether it names tests or documentation. The ranker's weights are a
+  function of these (:mod:`fastrag.retrieval.precision`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from fastrag.indexing.languages import BY_NAME
 
 __all__ = [
     "MIN_PREFIX",
+    "TRAITS",
     "PathKind",
     "PathWords",
-    "is_full_question",
+    "asks_directly",
     "is_symbol_query",
     "path_kind",
+    "query_traits",
     "symbol_name",
 ]
 
@@ -112,11 +117,13 @@ _QUALIFIER = re.compile(r"::|\\|->|\.")
 
 @dataclass(frozen=True, slots=True)
 class PathKind:
-    """What a file is, by its path: a test, an example, documentation (prose)."""
+    """What a file is, by its path: a test (and whether a test folder says so, or only its name), an
+    example, documentation (prose)."""
 
     test: bool
     example: bool
     prose: bool
+    test_folder: bool = False
 
 
 def path_kind(path: str) -> PathKind:
@@ -124,8 +131,10 @@ def path_kind(path: str) -> PathKind:
     name = posixpath.basename(path)
     dot = name.rfind(".")
     suffix = name[dot:].lower() if dot > 0 else ""
-    test = _TEST_DIR.search(path) is not None or _TEST_FILE.search(path) is not None
-    return PathKind(test=test, example=_EXAMPLE_DIR.search(path) is not None, prose=suffix in _PROSE_SUFFIXES)
+    folder = _TEST_DIR.search(path) is not None
+    test = folder or _TEST_FILE.search(path) is not None
+    example = _EXAMPLE_DIR.search(path) is not None
+    return PathKind(test=test, example=example, prose=suffix in _PROSE_SUFFIXES, test_folder=folder)
 
 
 def is_symbol_query(text: str) -> bool:
@@ -138,10 +147,41 @@ def symbol_name(text: str) -> str:
     return _QUALIFIER.split(text.strip())[-1]
 
 
-def is_full_question(text: str) -> bool:
-    """Whether ``text`` is asked as a sentence: several words, ending with a question mark."""
-    stripped = text.rstrip()
-    return stripped.endswith("?") and len(stripped.split()) >= 3
+_AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had)"
+#: A query put as a direct question, by its words alone: an auxiliary first (``does X support Y``),
+#: a question word that stands for what is asked (``what``, ``which``, ``who``), ``how``, ``where``,
+#: ``why`` or ``when`` followed by an auxiliary or a quantity (``how do I``, ``how many``, ``where in``),
+#: or a person asking (``I``, ``my``, ``you``). A description of code (``how requests are retried``,
+#: ``retry policy``) is none of these, whatever punctuation ends it.
+_ASKS = re.compile(
+    rf"^\W*{_AUXILIARY}\b|\b(?:what|which|who|whose|whom)\b"
+    rf"|\b(?:how|where|why|when)(?:'s|\s+{_AUXILIARY}|\s+(?:many|much|long|often|far)|\s+in)\b"
+    r"|(?-i:\b(?:I|me|my)\b(?!/))|\byou(?:rs?)?\b",
+    re.IGNORECASE,
+)
+#: Words that name tests, and words that name documentation.
+_NAMES_TESTS = re.compile(r"\b(?:tests?|testing|tested|unit ?tests?|specs?|fixtures?)\b", re.IGNORECASE)
+_NAMES_DOCS = re.compile(
+    r"\b(?:docs?|documentation|documented|guides?|tutorials?|readme|manual|pages?|sections?)\b", re.IGNORECASE
+)
+#: The traits :func:`query_traits` reads from a query's words, in its order.
+TRAITS = ("asks", "names_tests", "names_docs")
+
+
+def asks_directly(text: str) -> bool:
+    """Whether ``text`` is put as a direct question (see :data:`_ASKS`): its words decide, never its
+    punctuation."""
+    return _ASKS.search(text) is not None
+
+
+def query_traits(text: str) -> tuple[float, ...]:
+    """The :data:`TRAITS` of a query, 1.0 or 0.0 each: asked as a direct question, naming tests,
+    naming documentation."""
+    return (
+        float(asks_directly(text)),
+        float(_NAMES_TESTS.search(text) is not None),
+        float(_NAMES_DOCS.search(text) is not None),
+    )
 
 
 class PathWords:

@@ -49,6 +49,7 @@ which is why it is off.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -63,26 +64,18 @@ from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed_text
 from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
 from fastrag.indexing.sources import Sources, display_path
-from fastrag.retrieval.evidence import PathWords, is_full_question, is_symbol_query, path_kind
+from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
+from fastrag.retrieval.evidence import PathKind, PathWords, is_symbol_query, path_kind, query_traits
 from fastrag.retrieval.query import Query
 
-#: The stage is a linear ranker over these features of a candidate (:meth:`Precision.features`):
-#: its first-stage score / the list's best, the file-name match, the definitions the question
-#: names, for a query not asked as a full question (keywords, an identifier: they ask where code is)
-#: the share of its words that name the file's path, whether the file is a test, an example, for such
-#: a query whether it is documentation, and whether the chunk opens a definition of the name a
-#: one-identifier query asks for (graded by how :func:`~fastrag.retrieval.symbols.find_definitions`
-#: ranks that definition); then two features of the candidate's *file* among the candidates: the sum
-#: of its candidates' first-stage scores (relative to the best file's sum) and how many candidates it
-#: has (log-scaled): a file that many of the query's chunks come from is what the query is about. A
-#: full question's many words match deep paths by chance (path words on vLLM's questions
-#: cost docs R@5 0.008), and it may well want the page that explains it. (The BM25 score of the question's
-#: identifier variants was a feature until pooled cross-validation showed it earned +0.004
-#: recall@5 out of fold, under the +0.01 a part needs to stay; benches/RESULTS.md.) The weights are
-#: learned, not set by hand: ``benches/cv_repos.py`` fits them (listwise, on pooled vLLM question sets
-#: and benchmark repositories, cross-validated by question and by repository; the keywords form's then
-#: climbed on the repositories' NDCG@10) and writes them,
-#: with the data they were fitted on named beside them, to :data:`RANKER_FILE` in this package.
+#: The features of a candidate (:meth:`Precision.features`): its first-stage score / the list's best,
+#: the file-name match, the definitions the query names, the share of the query's words that name
+#: the file's path, whether the file is a test (:meth:`Precision.is_test`: by its folder, or by its name
+#: when no other code of the repository names it), an example, documentation,
+#: whether the chunk opens a definition of the name a one-identifier query asks for (graded by how
+#: :func:`~fastrag.retrieval.symbols.find_definitions` ranks that definition); then two features of
+#: the candidate's *file* among the candidates: the sum of its candidates' first-stage scores
+#: (relative to the best file's sum) and how many candidates it has (log-scaled).
 FEATURES = (
     "first_stage",
     "file_name",
@@ -90,49 +83,24 @@ FEATURES = (
     "path_words",
     "test_file",
     "example_file",
-    "doc_for_keywords",
+    "doc_file",
     "symbol_definition",
     "file_sum",
     "file_count",
 )
-#: The forms a query takes, each with its own weights (:func:`query_form`): a full question
-#: ("How do I load a LoRA adapter at runtime?") asks for the passage that answers it, keywords or an
-#: identifier ("middleware stack and CORS", ``APIRouter``) ask where the code is. One set of weights
-#: for both cost each side what the other gained (benches/RESULTS.md "Cross-validation by repository").
-FORMS = ("question", "keywords")
-#: Features a form's weights leave at zero, chosen out of fold: on full questions the file features
-#: cost vLLM docs R@1 0.02 out of fold and gained nothing at R@5.
-UNUSED = {"question": frozenset({"file_sum", "file_count"}), "keywords": frozenset[str]()}
+#: What a query asks for (:meth:`Precision.traits`), each in [0, 1]: from its words
+#: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question, naming tests, naming
+#: documentation) and from the first stage's evidence (``docs_lead``: the share of the ten best
+#: candidates' score that documentation holds). Never from its punctuation.
+TRAITS = (*QUERY_TRAITS, "docs_lead")
+#: The ranker's columns: the candidate features, then each feature after the first times each trait.
+#: A linear ranker over them is a ranker whose weights are a linear function of the query's traits:
+#: a direct question may want the page that explains it, a few words the file that implements them,
+#: and one weight vector for both cost each side what the other gained (docs/retrieval.md).
+COLUMNS = FEATURES + tuple(f"{f}*{t}" for t in TRAITS for f in FEATURES[1:])
+#: Candidates that make the first-stage evidence of ``docs_lead``.
+LEAD = 10
 RANKER_FILE = "ranker.json"
-
-
-def query_form(text: str) -> str:
-    """The form of a query (:data:`FORMS`): ``question`` when asked as a full question, else ``keywords``."""
-    return FORMS[0] if is_full_question(text) else FORMS[1]
-
-
-def load_weights() -> dict[str, dict[str, float]]:
-    """The learned weight of every feature of :data:`FEATURES` for each form of :data:`FORMS`, from the
-    package's :data:`RANKER_FILE`."""
-    raw = json.loads(resources.files("fastrag.retrieval").joinpath(RANKER_FILE).read_text(encoding="utf-8"))
-    if tuple(raw["features"]) != FEATURES or set(raw["weights"]) != set(FORMS):
-        raise ValueError(f"{RANKER_FILE} does not hold weights of {FEATURES} for each of {FORMS}")
-    out: dict[str, dict[str, float]] = {}
-    for form in FORMS:
-        weights = {name: float(w) for name, w in zip(FEATURES, raw["weights"][form], strict=True)}
-        if not all(math.isfinite(w) for w in weights.values()):
-            raise ValueError(f"{RANKER_FILE}: a weight of the {form} form is not finite")
-        if weights["first_stage"] <= 0:
-            raise ValueError(f"{RANKER_FILE}: the first-stage score must have a positive weight ({form})")
-        out[form] = weights
-    return out
-
-
-_WEIGHTS = load_weights()
-#: Weight of every feature after the first, relative to the first-stage score's weight, by form.
-RELATIVE_WEIGHTS = {
-    form: tuple(w[f] / w["first_stage"] for f in FEATURES[1:]) for form, w in _WEIGHTS.items()
-}
 #: Fewest candidates of each retriever the stage re-ranks (so that the first results do not
 #: depend on ``k``). 30, 50 and 100 gave the same recall on the public sets with the chunks
 #: alone; with the Markdown layers (short sections and table windows, which rank high for
@@ -146,6 +114,42 @@ DEPTH = 300
 FOCUS = 0
 #: Saturation of a term's count inside a re-cut window (BM25's k1 with no length part).
 WINDOW_K1 = 1.2
+
+
+class RankerFileError(UserError):
+    """The ranker's weight file is missing, damaged, or made for other features."""
+
+
+def load_weights(path: Path | None = None) -> dict[str, float]:
+    """The learned weight of every column of :data:`COLUMNS`, from ``path`` (default: the package's
+    :data:`RANKER_FILE`); a missing, truncated or foreign file is a :class:`RankerFileError` naming it."""
+    source = resources.files("fastrag.retrieval").joinpath(RANKER_FILE) if path is None else path
+    try:
+        raw = json.loads(source.read_text(encoding="utf-8"))
+        names, values = raw["columns"], raw["weights"]
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+        raise RankerFileError(f"ranker weights {source}: unreadable ({exc.__class__.__name__})") from None
+    if not isinstance(names, list) or tuple(names) != COLUMNS or not isinstance(values, list):
+        raise RankerFileError(f"ranker weights {source}: not made for this ranker's columns")
+    try:
+        weights = {name: float(w) for name, w in zip(COLUMNS, values, strict=True)}
+    except (TypeError, ValueError):
+        raise RankerFileError(f"ranker weights {source}: one weight per column is needed") from None
+    if not all(math.isfinite(w) for w in weights.values()) or weights["first_stage"] <= 0:
+        raise RankerFileError(f"ranker weights {source}: weights must be finite, the first-stage one positive")
+    return weights
+
+
+@functools.cache
+def shipped_weights() -> tuple[float, ...]:
+    """The package's weights relative to the first-stage one (:func:`relative_weights`), read once per process."""
+    return relative_weights(load_weights())
+
+
+def relative_weights(weights: Mapping[str, float]) -> tuple[float, ...]:
+    """Every column's weight after the first, relative to the first-stage score's weight."""
+    first = weights["first_stage"]
+    return tuple(weights[c] / first for c in COLUMNS[1:])
 
 
 class Scorer(Protocol):
@@ -181,33 +185,40 @@ class Precision:
         paths: Sequence[str],
         file_of: Sequence[int],
         definitions: Scorer | None = None,
-        weights: Sequence[float] | Mapping[str, Sequence[float]] = RELATIVE_WEIGHTS,
+        weights: Sequence[float] | None = None,
         heads: Callable[[str], dict[int, float]] | None = None,
+        mentions: Callable[[str], Sequence[int]] | None = None,
     ) -> None:
         self.scorer = scorer
         self.heads = heads
+        self.mentions = mentions
         self.paths = paths
         self.file_of = file_of
         self.definitions = definitions
-        self.set_weights(weights)
+        self.set_weights(shipped_weights() if weights is None else weights)
         self._max_idf = math.log(1.0 + max(1, scorer.num_docs))
         self._max_definition_idf = math.log(1.0 + max(1, definitions.num_docs)) if definitions is not None else 1.0
         self._names: dict[int, tuple[frozenset[str], float]] = {}
         self._kinds: dict[int, tuple[float, float, float]] = {}
         self._path_words = PathWords(scorer.tokenize)
 
-    def set_weights(self, relative: Sequence[float] | Mapping[str, Sequence[float]]) -> None:
-        """Use other weights: those of :data:`FEATURES` after the first, relative to the first's
-        (what ``benches/cv_repos.py`` fits fold by fold), for each form of :data:`FORMS` (a mapping)
-        or for both (a sequence)."""
-        per_form = relative if isinstance(relative, Mapping) else {form: relative for form in FORMS}
-        weights: dict[str, tuple[float, ...]] = {}
-        for form in FORMS:
-            values = per_form[form]
-            if len(values) != len(FEATURES) - 1:
-                raise ValueError(f"one weight per feature of {FEATURES[1:]} is needed, got {len(values)}")
-            weights[form] = tuple(float(w) for w in values)
-        self.weights = weights
+    def set_weights(self, relative: Sequence[float]) -> None:
+        """Use other weights: those of :data:`COLUMNS` after the first, relative to the first's (what
+        ``benches/cv_repos.py`` fits fold by fold)."""
+        if len(relative) != len(COLUMNS) - 1:
+            raise ValueError(f"one weight per column of {COLUMNS[1:]} is needed, got {len(relative)}")
+        self.weights = tuple(float(w) for w in relative)
+
+    def weights_for(self, traits: Sequence[float]) -> list[float]:
+        """The weights of the features after the first for a query of these :data:`TRAITS`: the base
+        weights plus each trait times its own block."""
+        n = len(FEATURES) - 1
+        out = list(self.weights[:n])
+        for t, value in enumerate(traits, 1):
+            if value:
+                block = self.weights[t * n : (t + 1) * n]
+                out = [w + value * b for w, b in zip(out, block)]
+        return out
 
     def rerank(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
         """``ranked`` (chunk id, score; best first: BM25 scores or cosines) re-scored by the learned
@@ -215,12 +226,21 @@ class Precision:
         if not ranked or ranked[0][1] <= 0:
             return list(ranked)
         rows = self.features(query, ranked)
-        weights = self.weights[query_form(query.text)]
+        weights = self.weights_for(self.traits(query, rows))
         rescored = [
             (cid, row[0] + sum(w * x for w, x in zip(weights, row[1:]) if x)) for (cid, _), row in zip(ranked, rows)
         ]
         rescored.sort(key=lambda item: (-item[1], item[0]))
         return rescored
+
+    @staticmethod
+    def traits(query: Query, rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
+        """The :data:`TRAITS` of ``query`` with its candidates' ``rows`` (:meth:`features`, best first)."""
+        lead = rows[:LEAD]
+        doc = FEATURES.index("doc_file")
+        total = sum(row[0] for row in lead)
+        docs = sum(row[0] for row in lead if row[doc]) / total if total > 0 else 0.0
+        return (*query_traits(query.text), docs)
 
     def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, ...]]:
         """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
@@ -237,7 +257,6 @@ class Precision:
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
         symbol = self.defines_symbol(query, ids)
-        keywords = 1.0 if query_form(query.text) == "keywords" else 0.0  # the gated features: that form alone
         sums: dict[int, float] = {}
         counts: dict[int, int] = {}
         for cid, score in ranked:
@@ -249,10 +268,15 @@ class Precision:
         rows: list[tuple[float, ...]] = []
         for (cid, score), d, sym in zip(ranked, defined, symbol):
             f = file_of[cid]
-            test, example, prose = kinds[f]
-            row = (score / best, names[f], d, shares[f] * keywords, test, example, prose * keywords, sym)
+            row = (score / best, names[f], d, shares[f], *kinds[f], sym)
             rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale))
         return rows
+
+    @staticmethod
+    def columns(rows: Sequence[Sequence[float]], traits: Sequence[float]) -> list[tuple[float, ...]]:
+        """Each candidate's :data:`COLUMNS`: its features, then those after the first times each trait
+        (what the weights are fitted on)."""
+        return [(*row, *(t * x for t in traits for x in row[1:])) for row in rows]
 
     def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
         """How strongly each chunk defines what the question names: the BM25 score of the question
@@ -276,13 +300,36 @@ class Precision:
         return [grades.get(cid, 0.0) for cid in chunk_ids]
 
     def _kind(self, file_index: int) -> tuple[float, float, float]:
-        """Whether the file is a test, an example, documentation (1.0 or 0.0 each), cached per file."""
+        """Whether the file is a test (:meth:`is_test`), an example, documentation (1.0 or 0.0 each),
+        cached per file."""
         cached = self._kinds.get(file_index)
         if cached is None:
             kind = path_kind(self.paths[file_index])
-            cached = (float(kind.test), float(kind.example), float(kind.prose))
+            cached = (float(self.is_test(file_index, kind)), float(kind.example), float(kind.prose))
             self._kinds[file_index] = cached
         return cached
+
+    def is_test(self, file_index: int, kind: PathKind) -> bool:
+        """Whether the file is a test: in a test folder, or named as a test (``test_*``, ``*_test.go``,
+        ``FooTests.swift``) while no other code file of the repository names it.
+
+        A test is run, never imported: product code that happens to carry a test-like name (a test
+        framework's ``test_functions.bash``, a library's public ``test_utils.py``) is named by the code
+        that sources or imports it. ``mentions`` (the chunks holding an exact index term) reads that from
+        the repository itself; without it the name alone decides.
+        """
+        if kind.test_folder or not kind.test:
+            return kind.test
+        tokens = self.scorer.tokenize(file_stem(self.paths[file_index])) if self.mentions is not None else []
+        if not tokens or self.mentions is None:
+            return True
+        for cid in self.mentions(tokens[0]):  # the whole name, as the tokenizer keeps it beside its parts
+            other = self.file_of[cid]
+            if other != file_index:
+                named = path_kind(self.paths[other])
+                if not (named.test or named.prose):
+                    return False
+        return True
 
     def name_match(self, chunk_id: int, terms: frozenset[str]) -> float:
         """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the

@@ -16,7 +16,7 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
-from fastrag.retrieval.evidence import is_full_question
+from fastrag.retrieval.evidence import asks_directly
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
@@ -60,12 +60,14 @@ VECTOR_WEIGHT = 0.25
 #: lists cost 0.17 code R@1 on the public set.
 VECTOR_GATE = 0.6
 #: Each further span of a file counts this much less than the one before it among the results of a
-#: query that is not asked as a full question (a few keywords, an identifier: it asks where things
-#: are, and several files answer it better than one file's many spans); a full question asks for the
-#: passage that answers it, often the second or third span of the best file. Selected out of fold
+#: query not put as a direct question (a few keywords, an identifier, a description of code: it asks
+#: where things are, and several files answer it better than one file's many spans); a direct
+#: question asks for the passage that answers it, often the second or third span of the best file. Selected out of fold
 #: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md, "Cross-validation by
 #: repository": 0.3 in every fold once the keywords form had weights of its own; 0.7 before).
 SPREAD = 0.3
+#: Chunks the precision stage reads to tell whether other code names a file with a test-like name.
+MENTIONS = 64
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
 #: on, since in every mode it raised recall on both public sets at some k and lowered it at none
 #: (benches/RESULTS.md, "Ablation").
@@ -86,7 +88,12 @@ class Retriever:
         self._texts = FileTexts(index)
         heads = DefinitionHeads(index, self._texts.get)
         self.precision = Precision(
-            index.bm25, index.chunks.paths, index.chunks.file, index.definitions, heads=heads.grades
+            index.bm25,
+            index.chunks.paths,
+            index.chunks.file,
+            index.definitions,
+            heads=heads.grades,
+            mentions=self._mentions,
         )
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
@@ -178,7 +185,7 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
-            if self.spread < 1.0 and not is_full_question(query):
+            if self.spread < 1.0 and not asks_directly(query):
                 ranked = spread_files(ranked, chunks.file, self.spread)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
@@ -187,6 +194,10 @@ class Retriever:
                 hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def _mentions(self, term: str) -> list[int]:
+        """The chunks that hold the exact index term ``term`` (the first :data:`MENTIONS` of them)."""
+        return self.index.bm25.search_tokens([term], MENTIONS)[0]
 
     def heading_hits(self, queries: list[str], k: int, allowed: bytes | None = None) -> dict[int, list[Hit]]:
         """For each query that asks where something is documented (:func:`asks_where`), its ``k``
@@ -242,11 +253,12 @@ class Retriever:
         self, queries: list[str], depth: int, mode: str, allowed: bytes | None = None
     ) -> dict[int, list[tuple[int, float]]]:
         """The vector candidates of each query that gets them, by position: in vector mode every query;
-        in hybrid mode those asked as full questions. A few keywords or an identifier ask where code is,
+        in hybrid mode those put as direct questions (:func:`~fastrag.retrieval.evidence.asks_directly`).
+        A few keywords, an identifier or a description of code ask where code is,
         and the vectors, which cover the documentation's chunks, would only fuse pages back in (on the
         benchmark repositories they cost 0.003 NDCG@10 and an embedding per query; vLLM's questions,
         all full questions, are unchanged; benches/RESULTS.md)."""
-        chosen = [i for i, q in enumerate(queries) if q and (mode == "vector" or is_full_question(q))]
+        chosen = [i for i, q in enumerate(queries) if q and (mode == "vector" or asks_directly(q))]
         if not chosen:
             return {}
         found = self._vector_search([queries[i] for i in chosen], depth, allowed)
@@ -298,21 +310,24 @@ def hits_to_sources(hits: Sequence[Hit]) -> list[MinimalSource]:
 
 
 def clean_query(query: str) -> str:
-    """``query`` as valid Unicode: blank becomes empty, undecodable bytes become U+FFFD.
+    """``query`` as valid Unicode and without the marks that end it: blank becomes empty, undecodable
+    bytes become U+FFFD, trailing ``?``, ``.``, ``!`` and blanks are dropped.
 
     Arguments with non-UTF-8 bytes reach Python as lone surrogates (``surrogateescape``), and
-    JSON may spell lone surrogates too; neither can cross into Rust as UTF-8.
+    JSON may spell lone surrogates too; neither can cross into Rust as UTF-8. A query means what
+    its words say: the same question with or without its question mark is ranked the same.
     """
-    if not query.strip():
+    text = query.rstrip().rstrip("?.!").rstrip()
+    if not text.strip():
         return ""
     try:
-        query.encode("utf-8")
-        return query
+        text.encode("utf-8")
+        return text
     except UnicodeEncodeError:
         try:
-            raw = query.encode("utf-8", "surrogateescape")
+            raw = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
-            raw = query.encode("utf-8", "replace")
+            raw = text.encode("utf-8", "replace")
         return raw.decode("utf-8", "replace")
 
 
