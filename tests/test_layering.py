@@ -52,6 +52,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.records",
             "fastrag.indexing.generations",
             "fastrag.indexing.sources",
+            "fastrag.indexing.reading",
             "fastrag.indexing.texts",
             "fastrag.indexing.lexical",
             "fastrag.indexing.catalog",

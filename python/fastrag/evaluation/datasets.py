@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from fastrag.config import MAX_K
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE
-from fastrag.indexing.corpus import read_text
+from fastrag.indexing.corpus import read_as_written
 from fastrag.indexing.generations import CURRENT_FILE
 from fastrag.indexing.storage import ensure_writable, write_bytes_atomic
 from fastrag.schemas import (
@@ -106,7 +106,7 @@ def check_results(results: StudentSearchResults, truth: Sequence[AnsweredQuestio
                                 "whose offsets are negative or reversed")  # fmt: skip
             if source.file_path not in lengths:
                 try:
-                    lengths[source.file_path] = len(read_text(Path(source.file_path)))
+                    lengths[source.file_path] = len(read_as_written(source.file_path))
                 except OSError:
                     lengths[source.file_path] = None
             size = lengths[source.file_path]

@@ -285,7 +285,7 @@ def _chunk_files(
     workers: int | None,
 ) -> Iterator[tuple[FileEntry, FileRecord | Skipped]]:
     """Read and chunk ``entries``, in worker processes when there are many (see :mod:`fastrag.indexing.workers`)."""
-    jobs = [(str(repo_path / e.rel_path), e, params) for e in entries]
+    jobs = [(str(repo_path), e, params) for e in entries]
     bar = tqdm(total=len(jobs), desc="chunking", unit="file", disable=not progress or not jobs)
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
     try:
@@ -304,9 +304,9 @@ def _chunk_files(
 
 def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     """Worker: read one file, fingerprint it and cut it into chunks."""
-    path, entry, params = job
+    root, entry, params = job
     try:
-        data = read_source(Path(path))
+        data = read_source(Path(root), entry.rel_path)
     except OSError as exc:
         return Skipped(entry.rel_path, exc.strerror or "unreadable")
     text = text_of(entry.rel_path, data)
@@ -365,7 +365,7 @@ def vector_inputs(
     base = 0
     for record in records:
         if os.path.splitext(record.rel_path)[1].lower() in spec.suffixes:
-            text = read_indexed_text(repo_path / record.rel_path, record.digest)
+            text = read_indexed_text(repo_path, record.rel_path, record.digest)
             chosen = range(len(record.chunks)) if spec.bridges else primary_chunks(record.chunks)
             for i in chosen:
                 c = record.chunks[i]

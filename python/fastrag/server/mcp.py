@@ -4,8 +4,9 @@ Four tools, on stdio (the default: the agent starts the process) or streamable H
 bound to 127.0.0.1 unless told otherwise):
 
 * ``search``: ranked spans with path, character and line ranges, score and a short snippet (browse first);
-* ``read_span``: the full text of a span (expand on request), for files of the index only, confined
-  like the HTTP API's ``/span`` (:class:`~fastrag.server.safety.Confinement`);
+* ``read_span``: the full text of a span (expand on request), for files of the index only, read as
+  they were indexed (:class:`~fastrag.indexing.reading.IndexedFiles`: a file swapped for a link or
+  changed since is refused);
 * ``answer``: a cited answer (the model is loaded on the first question, chosen as the CLI chooses it);
 * ``index_status``: generation, files, chunks, vectors, model.
 
@@ -48,9 +49,8 @@ from fastrag.server.auth import Exposure, access_for, announce
 from fastrag.server.budget import DEFAULT_MAX_TOKENS, budgeted
 from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
-from fastrag.server.safety import Confinement
 from fastrag.server.schemas import MAX_OFFSET, MAX_QUERY_CHARS, MAX_SPAN_CHARS
-from fastrag.server.texts import SourceTexts
+from fastrag.server.texts import SourceTexts, span_text
 
 #: Results ``search`` returns unless asked.
 DEFAULT_TOOL_K = 5
@@ -81,9 +81,8 @@ class Tools:
         self.root = data.parent
         models = data / "models"
         self.live = LiveIndex(Path(os.path.abspath(index_dir)), models)
-        self.texts = SourceTexts(self.root, locate=self.live.locate)  # as the HTTP API reads them
+        self.texts = SourceTexts(self.live.read)  # as the HTTP API reads them
         self.results = SearchResults(self.live, self.texts)
-        self.confinement = Confinement(self.root, data, self.live.corpus_roots)
         self.answerer = Answerer(model, models, self.texts)
         self.agent = AgentTools(self.live)
 
@@ -129,20 +128,13 @@ class Tools:
             raise UserError(f"end ({hi}) must not be before start ({lo})")
         if hi - lo > MAX_SPAN_CHARS:
             raise UserError(f"span too long: {hi - lo} characters, at most {MAX_SPAN_CHARS}")
-        live = self.results.current()
-        # a result's path is read where the index recorded its repository (as ``/span`` does);
-        # anything else must be a path inside data/ naming a file of the index
-        indexed = isinstance(path, str) and path in live.paths
-        name = path if indexed else self.confinement.display(self.confinement.check("path", path))
-        if name not in live.paths:
-            raise UserError(f"{path} is not a file of the index")
-        found = self.texts.get(name)
-        if found is None:
-            raise UserError(f"{name} cannot be read")
-        if hi > len(found.text):
-            raise UserError(f"end {hi} is past the end of {name} ({len(found.text)} characters)")
-        first, last = found.lines(lo, hi)
-        return {"path": name, "start": lo, "end": hi, "first_line": first, "last_line": last, "text": found.text[lo:hi]}
+        self.results.current()  # a new generation empties the caches of texts
+        # a result's path, the path inside its repository, or a path on disk naming a file of the index
+        # (links not resolved); read where the index recorded its repository, as indexed
+        files, _ = self.agent.files()
+        name = files.path_arg(path)
+        text, first, last = span_text(self.texts, name, lo, hi)
+        return {"path": name, "start": lo, "end": hi, "first_line": first, "last_line": last, "text": text}
 
     def answer(self, question: Any, k: Any) -> dict[str, Any]:
         """A cited answer from the ``k`` best spans."""
