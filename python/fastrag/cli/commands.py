@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
+from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, replace_surrogates, text_arg
 from fastrag.cli.agents import AgentCommands
 from fastrag.cli.argv import Help, parse
 from fastrag.cli.flags import (
@@ -538,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     fire.core._DisplayError = fire_error  # one line instead of a usage dump
     known = commands(Commands)
     try:
-        call = parse(known, sys.argv[1:] if argv is None else argv)
+        # undecodable bytes of an argument (lone surrogates) become U+FFFD: nothing later fails to print them
+        call = parse(known, replace_surrogates(sys.argv[1:] if argv is None else argv))
         if isinstance(call, Help):
             summary = (Commands.__doc__ or "").strip()
             print(overview(summary, known) if call.command is None else command_help(known[call.command]))

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from fastrag.arguments import replace_surrogates
 from fastrag.config import MAX_K
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE
@@ -39,7 +40,7 @@ def read_json(path: Path, what: str) -> Any:
     if not data.strip():
         raise UserError(f"{what} {path} is empty")
     try:
-        return json.loads(data)
+        return replace_surrogates(json.loads(data))  # "\ud800" is JSON, not text UTF-8 can carry
     except UnicodeDecodeError as exc:
         raise UserError(f"{what} {path} is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:

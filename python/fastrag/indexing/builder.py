@@ -52,6 +52,7 @@ from fastrag.indexing.generations import (
     FORMAT_VERSION,
     HEADINGS_TABLE,
     SYMBOLS_TABLE,
+    claim_index_dir,
     clean_leftovers,
     current_generation,
     index_lock,
@@ -168,6 +169,7 @@ def plan_index(
     if index_dir.exists() and not index_dir.is_dir():
         raise UserError(f"index directory {index_dir} is not a directory")
     ensure_writable(index_dir, "index directory")  # a read-only or full disk fails before any work
+    claim_index_dir(index_dir)  # a folder of other files is refused before anything in it is removed
     clean_leftovers(index_dir)
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = _walk(repo_path, ignore, progress)

@@ -30,6 +30,9 @@ SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
      ".tox", ".venv", "venv", "node_modules", "build", "dist", ".eggs", "site-packages"}
 )  # fmt: skip
+#: The file ``index`` writes into its index folder (:func:`fastrag.indexing.generations.claim_index_dir`):
+#: a folder holding it is an index, never walked into (an index folder inside the repository it indexes).
+INDEX_MARKER = ".fastrag-index"
 #: Files above this size are skipped (generated data, not prose or code).
 MAX_FILE_BYTES = 4 * 1024 * 1024
 #: A NUL byte in this many leading bytes marks a binary file.
@@ -112,6 +115,8 @@ def walk(
         rules = rules_of.pop(dirpath, top).enter(prefix.rstrip("/"), filenames, problems)
         kept = []
         for name in sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")):
+            if os.path.lexists(os.path.join(dirpath, name, INDEX_MARKER)):
+                continue  # a fastrag index (this one, inside its repository): not part of the repository
             why = rules.reason(prefix + name, is_dir=True)
             if why is None:
                 kept.append(name)

@@ -26,7 +26,6 @@ foreign ``Origin`` on a write.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -36,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from typing_extensions import Self
 
-from fastrag.arguments import int_arg, mode_arg, text_arg
+from fastrag.arguments import int_arg, mode_arg, replace_surrogates, text_arg
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import SHARDS_KEY
@@ -69,8 +68,6 @@ INSTRUCTIONS = (
 )
 
 ResultT = TypeVar("ResultT")
-#: A lone surrogate: text JSON can spell and UTF-8 cannot carry (replaced by U+FFFD in replies).
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Tools:
@@ -191,14 +188,8 @@ def _tool_call(work: Callable[[], ResultT]) -> ResultT:
 
 def encodable(value: Any) -> Any:
     """``value`` with every string UTF-8 can carry: lone surrogates (which JSON may spell, and a client
-    may send) replaced, so that the reply can be written at all."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {encodable(k): encodable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encodable(v) for v in value]
-    return value
+    may send) replaced (:func:`~fastrag.arguments.replace_surrogates`), so that the reply can be written."""
+    return replace_surrogates(value)
 
 
 def reparse(failure: Exception) -> tuple[Any, Any]:
@@ -246,6 +237,41 @@ def strict_arguments(tool: str, model: Any, arguments: dict[str, Any]) -> None:
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
         got = repr(first.get("input"))[:80]
         raise ToolError(encodable(" ".join(f"{where}: {first['msg']}, got {got}".split()))) from None
+
+
+#: What a line the SDK would not answer becomes: valid JSON, no JSON-RPC message, so an Invalid Request
+#: error with id null answers it (:class:`RepliedReadStream`).
+UNANSWERABLE_LINE = '{"jsonrpc": "2.0", "id": null}\n'
+
+
+def answerable_line(line: str) -> str:
+    """``line`` as read, unless it is a request whose ``id`` is neither a string nor an integer (an object,
+    a float, null): the SDK would take it for a notification and never reply, so it becomes
+    :data:`UNANSWERABLE_LINE`, which gets an error reply (JSON-RPC: every request is answered)."""
+    import json
+
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON: the SDK's parse error answers it
+        return line
+    if isinstance(raw, dict) and "method" in raw and "id" in raw:
+        ident = raw["id"]
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            return UNANSWERABLE_LINE
+    return line
+
+
+class AnswerableLines:
+    """The lines of the standard input (an ``anyio`` text file) passed through :func:`answerable_line`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._lines = inner.__aiter__()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> str:
+        return answerable_line(await self._lines.__anext__())
 
 
 class RepliedReadStream:
@@ -315,7 +341,14 @@ def create_server(tools: Tools) -> Any:
             return await super().call_tool(name, arguments, context)
 
         async def run_stdio_async(self) -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            import io
+
+            import anyio
+
+            # a duplicate of fd 0, read as UTF-8 (as the SDK reads it), every line checked to get a reply
+            wire = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+            lines: Any = AnswerableLines(anyio.wrap_file(wire))
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
                 low = self._lowlevel_server
                 await low.run(
                     RepliedReadStream(read_stream, write_stream), write_stream, low.create_initialization_options()
