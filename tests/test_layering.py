@@ -119,6 +119,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.server.responses",
             "fastrag.server.routes",
             "fastrag.server.app",
+            "fastrag.server.timeouts",
             "fastrag.server.run",
         ],
     ),

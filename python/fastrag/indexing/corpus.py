@@ -170,15 +170,20 @@ def open_file(root: Path, rel_path: str) -> int:
     if any(part in ("", ".", "..") for part in parts):
         raise OSError(errno.EINVAL, OUTSIDE, rel_path)
     folder = os.open(root, os.O_RDONLY | _DIR_FLAGS)  # the root as the user named it (it may be a link)
+    part = parts[0]
     try:
         for part in parts[:-1]:
             inner = os.open(part, os.O_RDONLY | _DIR_FLAGS | _NOFOLLOW, dir_fd=folder)
             os.close(folder)
             folder = inner
-        fd = os.open(parts[-1], _OPEN_FLAGS, dir_fd=folder)
+        part = parts[-1]
+        fd = os.open(part, _OPEN_FLAGS, dir_fd=folder)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link (or a file where a folder was) on the path
-            raise OSError(exc.errno, SYMLINK if exc.errno == errno.ELOOP else NOT_REGULAR, rel_path) from None
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or no folder where one was (or a link to one)
+            linked = exc.errno == errno.ELOOP or stat.S_ISLNK(
+                os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode
+            )
+            raise OSError(exc.errno, SYMLINK if linked else NOT_REGULAR, rel_path) from None
         raise OSError(exc.errno, exc.strerror, rel_path) from None
     finally:
         os.close(folder)

@@ -469,11 +469,11 @@ def _serve_http(server: Any, host: str, sock: socket.socket, exposure: Exposure)
 
     from fastrag.server.run import address
     from fastrag.server.safety import Guard
+    from fastrag.server.timeouts import server_config
 
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # the Guard checks Host and Origin
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=security, host=host)
     guarded = Guard(app, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
     print(f"fastrag mcp serving on {address(sock)}{HTTP_PATH}", flush=True)
     announce(host, exposure)
-    config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(guarded)).run(sockets=[sock])
