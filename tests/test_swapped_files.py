@@ -259,7 +259,7 @@ def live_server(indexed_project: Path) -> Iterator[str]:
         time.sleep(0.05)
     assert server.started
     try:
-        yield "127.0.0.1:%d" % sock.getsockname()[1]
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(timeout=15)
