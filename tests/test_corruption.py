@@ -94,7 +94,7 @@ def snapshot(index_dir: Path) -> Any:
                    for q in QUERIES],
         # what `definitions` and `outline` answer from the symbols table
         "definitions_of": [d.as_json() for d in find_definitions(index.symbols, index.chunks.paths, "LLMEngine", ())],
-        "outline": [n.as_json() for n in outline(index, "repo/pkg/engine.py")],
+        "outlines": [[n.as_json() for n in outline(index, path)] for path in index.chunks.paths],
     }  # fmt: skip
 
 
@@ -143,7 +143,7 @@ def change_a_file_record(raw: Any) -> None:
 
 
 def shift_first_line(raw: Any) -> None:
-    raw["first"][0] -= 1  # a definition's first line: the JSON stays valid, the answer is wrong
+    raw["first"][raw["kind"].index("class")] -= 1  # a class's first line: the JSON stays valid, the answer wrong
 
 
 def change_display_root(raw: Any) -> None:
