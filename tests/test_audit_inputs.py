@@ -78,7 +78,8 @@ def test_a_lone_surrogate_on_the_command_line(indexed: Path) -> None:
     result = run_cli("answer", LONE_SURROGATE_ARG, "--k", "0", cwd=indexed)
     assert result.code == 0 and "Traceback" not in result.err, result.err
     saved = list((indexed / "data/output/search_results_and_answer").glob("answer-lone-*.json"))
-    assert len(saved) == 1 and json.loads(saved[0].read_text())["search_results"][0]["question"] == "lone \ufffd\ufffd\ufffd q"
+    assert len(saved) == 1
+    assert json.loads(saved[0].read_text())["search_results"][0]["question"] == "lone \ufffd\ufffd\ufffd q"
     searched = run_cli("search", LONE_SURROGATE_ARG, cwd=indexed)
     assert "Traceback" not in searched.err and searched.code == 0, searched.err
 

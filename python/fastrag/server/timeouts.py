@@ -3,9 +3,9 @@
 uvicorn's ``timeout_keep_alive`` only closes a connection idle *between* requests; a client that opens a
 connection and sends half of a request's head (or nothing) holds it, and a worker's slot, for ever.
 :class:`HeadTimeoutProtocol` closes a connection whose request head is not complete within
-:data:`HEAD_TIMEOUT_S` of the connection (or of the previous response); the body has its own bound,
-:data:`~fastrag.server.safety.BODY_TIMEOUT_S`, kept by :class:`~fastrag.server.safety.Guard` (a 408 answer). :func:`server_config`
-is the one uvicorn configuration of ``serve`` and of ``mcp --transport http``.
+:data:`HEAD_TIMEOUT_S` of the connection (or of the previous response); the body has its own bound
+(:data:`~fastrag.server.safety.BODY_TIMEOUT_S`), kept by :class:`~fastrag.server.safety.Guard`: a 408.
+:func:`server_config` is the one uvicorn configuration of ``serve`` and of ``mcp --transport http``.
 """
 
 from __future__ import annotations
