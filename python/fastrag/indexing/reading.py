@@ -11,14 +11,18 @@ naming it relative to its repository: never the text of whatever is there now.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed
 from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
 from fastrag.indexing.sources import Sources, display_path
 
-__all__ = ["FileRefused", "IndexedFiles"]
+__all__ = ["FileRefused", "IndexedFiles", "refused_as_none"]
+
+T = TypeVar("T")
 
 #: Why a path gets no text: no root of the index names it, or its generation lists no content for it.
 NOT_INDEXED = "not a file of the index"
@@ -31,6 +35,15 @@ class FileRefused(UserError):
         super().__init__(f"cannot read {rel_path}: {reason}")
         self.rel_path = rel_path
         self.reason = reason
+
+
+def refused_as_none(read: Callable[[str], T], path: str) -> T | None:
+    """``read(path)``, or ``None`` when the file is refused (:class:`FileRefused`): for a reader that shows
+    what it can and leaves a refused file out."""
+    try:
+        return read(path)
+    except FileRefused:
+        return None
 
 
 class IndexedFiles:
@@ -55,10 +68,7 @@ class IndexedFiles:
 
     def get(self, path: str) -> str | None:
         """:meth:`text`, or ``None`` when the file is refused."""
-        try:
-            return self.text(path)
-        except FileRefused:
-            return None
+        return refused_as_none(self.text, path)
 
     def relative(self, path: str) -> str:
         """The path of ``path`` inside its repository (``path`` itself when no root of the index names it)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fastrag.answering.prompt import SpanReader
 from fastrag.errors import UserError
-from fastrag.indexing.reading import FileRefused
+from fastrag.indexing.reading import refused_as_none
 from fastrag.server.cache import LruCache
 
 #: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
@@ -56,10 +56,7 @@ class SourceTexts:
 
     def get(self, file_path: str) -> FileText | None:
         """:meth:`text`, or ``None`` when the file is refused."""
-        try:
-            return self.text(file_path)
-        except FileRefused:
-            return None
+        return refused_as_none(self.text, file_path)
 
     def clear(self) -> None:
         """Forget every file (the index changed: offsets may now refer to newer contents)."""
