@@ -175,7 +175,7 @@ def _is_generation(path: Path) -> bool:
 
 def claim_index_dir(index_dir: Path) -> None:
     """Make sure ``index_dir`` is fastrag's before anything is written or removed there: a new or empty
-    folder (or one holding only what fastrag writes first) gets :data:`INDEX_MARKER`; an index built
+    folder (or one holding only what fastrag writes first: its lock, temporary files) gets :data:`INDEX_MARKER`; an index built
     before folders were marked (a ``CURRENT`` naming a generation, or a shard catalog) gets it too; any
     other folder that holds files is refused with a :class:`UserError` (its files are never touched)."""
     marker = index_dir / INDEX_MARKER
@@ -185,7 +185,9 @@ def claim_index_dir(index_dir: Path) -> None:
         names = {p.name for p in index_dir.iterdir()} if index_dir.is_dir() else set()
     except OSError as exc:
         raise UserError(f"cannot list the index directory {index_dir}: {exc.strerror or exc}") from exc
-    ours = not (names - {LOCK_FILE}) or "shards.json" in names
+    # what another run claiming the folder at the same moment may have put there first is fastrag's too
+    transient = {n for n in names if _TEMPORARY_FILE.fullmatch(n)} | {LOCK_FILE}
+    ours = not (names - transient) or "shards.json" in names
     if not ours and CURRENT_FILE in names:
         try:
             live = (index_dir / CURRENT_FILE).read_text(encoding="utf-8").strip()
