@@ -32,6 +32,7 @@ from fastrag.indexing.embed import Embedder
 from fastrag.indexing.generations import (
     CHUNKS_TABLE,
     CURRENT_FILE,
+    DIGESTS_TABLE,
     GENERATION_MARKER,
     HEADINGS_TABLE,
     LOCK_FILE,
@@ -146,6 +147,10 @@ def shift_first_line(raw: Any) -> None:
     raw["first"][raw["kind"].index("class")] -= 1  # a class's first line: the JSON stays valid, the answer wrong
 
 
+def change_a_digest(raw: Any) -> None:
+    raw[min(raw)] = "0" * 32  # a file's content hash
+
+
 def change_display_root(raw: Any) -> None:
     raw["display_root"] = "elsewhere"
 
@@ -205,6 +210,7 @@ SEMANTIC: dict[str, list[tuple[str, Damage]]] = {
     "files.json": [("digest", edit_json(change_a_file_record))],
     MANIFEST_FILE: [("display_root", edit_json(change_display_root))],
     SYMBOLS_TABLE: [("one line number", edit_json(shift_first_line))],
+    DIGESTS_TABLE: [("digest", edit_json(change_a_digest))],
     "bm25.bin": [("swapped with definitions.bin", swap_with("definitions.bin"))],
     "headings.bin": [("swapped with bm25.bin", swap_with("bm25.bin"))],
     "definitions.bin": [("swapped with headings.bin", swap_with("headings.bin"))],

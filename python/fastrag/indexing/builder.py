@@ -48,6 +48,7 @@ from fastrag.indexing.corpus import (
 )
 from fastrag.indexing.generations import (
     CHUNKS_TABLE,
+    DIGESTS_TABLE,
     FILES_TABLE,
     FORMAT_VERSION,
     HEADINGS_TABLE,
@@ -445,6 +446,8 @@ def _write_generation(
     write_json_atomic(staging / HEADINGS_TABLE, heading_table)
     write_json_atomic(staging / SYMBOLS_TABLE, symbols_table([r.symbols or [] for r in records]))
     write_bytes_atomic(staging / FILES_TABLE, files_table(records).encode("utf-8"))
+    # the content hashes alone: a query-time reader checks a file against them without parsing files.json
+    write_json_atomic(staging / DIGESTS_TABLE, {r.rel_path: r.digest for r in records})
     manifest = {
         "format_version": FORMAT_VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -12,6 +12,7 @@ Layout under the index directory::
         headings.bin   their own BM25 index (questions that ask where something is documented)
         definitions.bin  a BM25 index of the names each chunk defines (one document per chunk)
         symbols.json   every definition: file, name, kind, lines, signature, parent (:mod:`fastrag.indexing.symbols`)
+        digests.json   every file's content hash (what a query-time reader checks: :mod:`fastrag.indexing.reading`)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
@@ -69,6 +70,7 @@ DEFINITIONS_BM25 = "definitions.bin"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 SYMBOLS_TABLE = "symbols.json"
+DIGESTS_TABLE = "digests.json"
 LOCK_FILE = ".lock"
 #: The marks of what ``index`` wrote: a file in the index folder (:data:`~fastrag.indexing.corpus.INDEX_MARKER`,
 #: which the walk of a repository also honours), and one in each generation (written first, into its

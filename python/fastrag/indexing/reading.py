@@ -17,7 +17,15 @@ from typing import TypeVar
 
 from fastrag.errors import UserError
 from fastrag.indexing.corpus import read_indexed
-from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
+from fastrag.indexing.generations import (
+    CHECKSUMS_KEY,
+    DIGESTS_TABLE,
+    FILES_TABLE,
+    SHARDS_KEY,
+    LoadedIndex,
+    read_manifest,
+    verified_json,
+)
 from fastrag.indexing.sources import Sources, display_path
 
 __all__ = ["FileRefused", "IndexedFiles", "refused_as_none"]
@@ -86,8 +94,9 @@ class IndexedFiles:
             raise FileRefused(rel, exc.strerror or "unreadable") from None
 
     def digests(self) -> dict[str, str]:
-        """Every indexed file's content hash, by its path in results (``files.json`` of each generation,
-        checked against its manifest: a damaged one is a :class:`UserError`)."""
+        """Every indexed file's content hash, by its path in results (``digests.json`` of each generation,
+        or ``files.json`` in one written before it had one; checked against its manifest: a damaged one is
+        a :class:`UserError`)."""
         if self._digests is None:
             shards = self.index.manifest.get(SHARDS_KEY)
             generations = (
@@ -97,9 +106,12 @@ class IndexedFiles:
             )
             digests: dict[str, str] = {}
             for folder, root in generations:
-                raw = verified_json(folder, read_manifest(folder), FILES_TABLE)
+                manifest = read_manifest(folder)
+                table = DIGESTS_TABLE if DIGESTS_TABLE in manifest[CHECKSUMS_KEY] else FILES_TABLE
+                raw = verified_json(folder, manifest, table)
                 try:
-                    digests.update({display_path(root, rel): str(record[2]) for rel, record in raw.items()})
+                    found = raw.items() if table == DIGESTS_TABLE else ((rel, rec[2]) for rel, rec in raw.items())
+                    digests.update({display_path(root, rel): str(digest) for rel, digest in found})
                 except (TypeError, IndexError, AttributeError) as exc:
                     raise UserError(f"the files table of {folder} is damaged ({exc}): run `fastrag index`") from exc
             self._digests = digests
