@@ -180,9 +180,7 @@ def open_file(root: Path, rel_path: str) -> int:
         fd = os.open(part, _OPEN_FLAGS, dir_fd=folder)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or no folder where one was (or a link to one)
-            linked = exc.errno == errno.ELOOP or stat.S_ISLNK(
-                os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode
-            )
+            linked = exc.errno == errno.ELOOP or _is_link(part, folder)
             raise OSError(exc.errno, SYMLINK if linked else NOT_REGULAR, rel_path) from None
         raise OSError(exc.errno, exc.strerror, rel_path) from None
     finally:
@@ -194,6 +192,14 @@ def open_file(root: Path, rel_path: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _is_link(name: str, folder: int) -> bool:
+    """Whether ``name`` in the open folder ``folder`` is a symbolic link (``False`` when it is gone)."""
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def read_source(root: Path, rel_path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
