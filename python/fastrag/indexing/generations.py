@@ -177,7 +177,7 @@ def _is_generation(path: Path) -> bool:
 
 def claim_index_dir(index_dir: Path) -> None:
     """Make sure ``index_dir`` is fastrag's before anything is written or removed there: a new or empty
-    folder (or one holding only what fastrag writes first: its lock, temporary files) gets :data:`INDEX_MARKER`; an index built
+    folder (or one holding only what fastrag writes first: its lock, temporary files) gets the marker; an index built
     before folders were marked (a ``CURRENT`` naming a generation, or a shard catalog) gets it too; any
     other folder that holds files is refused with a :class:`UserError` (its files are never touched)."""
     marker = index_dir / INDEX_MARKER
