@@ -55,13 +55,12 @@ from fastrag.answering.answer import block_similarity, prompt_for
 from fastrag.answering.model_files import choose_model
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, SpanReader
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS
-from fastrag.indexing.sources import SourceRoot
 from fastrag.retrieval.retriever import Retriever, hits_to_sources
 mark("imports")
 retriever = Retriever.open(DEFAULT_INDEX_DIR); mark("index open")
 question, k = sys.argv[1], int(sys.argv[2])
 spans = hits_to_sources(retriever.search(question, k)); mark("retrieval")
-reader = SpanReader(SourceRoot.of(retriever.index.manifest).locate)
+reader = SpanReader(retriever.files.text)
 spec = choose_model(None).spec; mark("model choice")
 import openvino_genai; mark("openvino_genai import")
 from fastrag.answering.generator import load_generator

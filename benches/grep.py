@@ -25,6 +25,7 @@ from report import header, loadavg, publish, say
 
 from fastrag.config import DEFAULT_INDEX_DIR
 from fastrag.indexing.generations import load_index
+from fastrag.indexing.reading import IndexedFiles
 from fastrag.retrieval.grep import grep
 from fastrag.retrieval.lookup import IndexFiles
 
@@ -63,7 +64,7 @@ def measure(rounds: int) -> dict[str, Any]:
     rg = shutil.which("rg")
     if rg is None:
         raise SystemExit("rg is not installed: apt-get install ripgrep")
-    files = IndexFiles(load_index(ROOT / DEFAULT_INDEX_DIR))
+    files = IndexFiles(IndexedFiles(load_index(ROOT / DEFAULT_INDEX_DIR)))
     located = {str(files.locate(p)): p for p in files.paths}
     order = list(located)
     rows = []

@@ -88,7 +88,7 @@ def repository(tree: Path, name: str) -> tuple[SymbolTable, list[str], dict[str,
     per_file = []
     started = time.perf_counter()
     for e in entries:
-        text = decode(read_source(root / e.rel_path))
+        text = decode(read_source(root, e.rel_path))
         if text is None:
             continue
         paths.append(e.rel_path)

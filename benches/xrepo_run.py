@@ -45,7 +45,7 @@ from xrepo_score import K, Repo, Span, Task, TaskResult, char_span_lines, load_t
 
 from fastrag import _core
 from fastrag.config import DEFAULT_MODE, DEFAULT_MODELS_DIR
-from fastrag.indexing.corpus import read_text
+from fastrag.indexing.corpus import read_as_written
 from fastrag.indexing.embed import TOKENIZER_PACKAGE
 from fastrag.indexing.sources import Sources
 from fastrag.retrieval.retriever import Hit, Retriever
@@ -262,7 +262,7 @@ class LineTable:
         """The 1-based first and last line of the characters ``[start, end)`` of ``path``."""
         starts = self._starts.get(path)
         if starts is None:
-            starts = self._starts[path] = _core.line_starts(read_text(path))
+            starts = self._starts[path] = _core.line_starts(read_as_written(str(path)))
         return char_span_lines(starts, start, end)
 
 

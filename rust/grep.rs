@@ -5,8 +5,8 @@
 //! prefilters and DFA skip most of it); every candidate is confirmed on its line alone, so a match that
 //! would span lines (`a\s+b` across a line break) counts on no line, as with ripgrep. Files are searched
 //! in parallel (rayon) and reported in the order given; each line with a match is reported once.
-
-use std::path::PathBuf;
+//! The core never opens a file: Python reads each one through its single checked reader (no symbolic
+//! link, regular files only, still the content indexed) and hands the texts over.
 
 use rayon::prelude::*;
 use regex::bytes::{Regex, RegexBuilder};
@@ -24,13 +24,12 @@ pub struct LineMatch {
 }
 
 /// What a search found: the first `max_matches` lines, the count of every matching line, and how
-/// many files matched and could not be read.
+/// many files matched.
 #[derive(Debug, Default)]
 pub struct GrepReport {
     pub matches: Vec<LineMatch>,
     pub total: usize,
     pub files_matched: usize,
-    pub unreadable: usize,
 }
 
 /// Compiles `pattern` (escaped first when `literal`); the error is one line.
@@ -99,39 +98,33 @@ pub fn matching_lines<'a>(re: &Regex, data: &'a [u8]) -> Vec<(usize, &'a [u8])> 
     out
 }
 
-/// Searches every file of `paths` for `re`; keeps the first `max_matches` lines (in file order).
-pub fn grep_files(
-    paths: &[PathBuf],
+/// Searches every text of `texts` (a file's content each) for `re`; keeps the first `max_matches`
+/// lines (in the order given).
+pub fn grep_texts<T: AsRef<[u8]> + Sync>(
+    texts: &[T],
     re: &Regex,
     max_matches: usize,
     max_line_chars: usize,
 ) -> GrepReport {
-    let per_file: Vec<Option<Vec<(usize, String)>>> = paths
+    let per_file: Vec<Vec<(usize, String)>> = texts
         .par_iter()
-        .map(|path| {
-            let data = std::fs::read(path).ok()?;
-            Some(
-                matching_lines(re, &data)
-                    .into_iter()
-                    .map(|(n, line)| {
-                        (
-                            n,
-                            String::from_utf8_lossy(line)
-                                .chars()
-                                .take(max_line_chars)
-                                .collect(),
-                        )
-                    })
-                    .collect(),
-            )
+        .map(|data| {
+            matching_lines(re, data.as_ref())
+                .into_iter()
+                .map(|(n, line)| {
+                    (
+                        n,
+                        String::from_utf8_lossy(line)
+                            .chars()
+                            .take(max_line_chars)
+                            .collect(),
+                    )
+                })
+                .collect()
         })
         .collect();
     let mut report = GrepReport::default();
-    for (file, found) in per_file.into_iter().enumerate() {
-        let Some(lines) = found else {
-            report.unreadable += 1;
-            continue;
-        };
+    for (file, lines) in per_file.into_iter().enumerate() {
         if !lines.is_empty() {
             report.files_matched += 1;
         }
@@ -181,6 +174,15 @@ mod tests {
     fn every_line_once_and_the_last_without_newline() {
         assert_eq!(lines("a", true, "aaa\nb\na"), vec![1, 3]);
         assert_eq!(lines("", true, "x\n\ny"), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn texts_in_order_with_counts() {
+        let re = compile("x", true, false).unwrap();
+        let report = grep_texts(&["a\nx\n", "none", "xx\nx"], &re, 2, 10);
+        assert_eq!((report.total, report.files_matched), (3, 2));
+        let found: Vec<(usize, usize)> = report.matches.iter().map(|m| (m.file, m.line)).collect();
+        assert_eq!(found, vec![(0, 2), (2, 1)]);
     }
 
     #[test]

@@ -128,15 +128,15 @@ fn tokenize_batch(
     Ok(py.detach(|| tokenizer::tokenize_batch(&texts, &cfg)))
 }
 
-/// Lines of the files `paths` that match `pattern` (a regular expression, or a literal text), as
-/// `(matches, total, files_matched, unreadable)`: the first `max_matches` as `(file position, 1-based
-/// line, text cut at max_line_chars)`, and the count of every matching line. `ValueError` (one line)
-/// for an invalid pattern.
+/// Lines of the file texts `texts` that match `pattern` (a regular expression, or a literal text), as
+/// `(matches, total, files_matched)`: the first `max_matches` as `(text position, 1-based line, text
+/// cut at max_line_chars)`, and the count of every matching line. `ValueError` (one line) for an
+/// invalid pattern.
 #[pyfunction]
-#[pyo3(signature = (paths, pattern, literal = false, ignore_case = false, max_matches = 1000, max_line_chars = 300))]
-fn grep_files(
+#[pyo3(signature = (texts, pattern, literal = false, ignore_case = false, max_matches = 1000, max_line_chars = 300))]
+fn grep_texts(
     py: Python<'_>,
-    paths: Vec<PathBuf>,
+    texts: Vec<PyBackedStr>,
     pattern: &str,
     literal: bool,
     ignore_case: bool,
@@ -144,17 +144,17 @@ fn grep_files(
     max_line_chars: usize,
 ) -> PyResult<GrepResult> {
     let re = grep::compile(pattern, literal, ignore_case).map_err(PyValueError::new_err)?;
-    let report = py.detach(|| grep::grep_files(&paths, &re, max_matches, max_line_chars));
+    let report = py.detach(|| grep::grep_texts(&texts, &re, max_matches, max_line_chars));
     let found = report
         .matches
         .into_iter()
         .map(|m| (m.file, m.line, m.text))
         .collect();
-    Ok((found, report.total, report.files_matched, report.unreadable))
+    Ok((found, report.total, report.files_matched))
 }
 
-/// What [`grep_files`] returns to Python.
-type GrepResult = (Vec<(usize, usize, String)>, usize, usize, usize);
+/// What [`grep_texts`] returns to Python.
+type GrepResult = (Vec<(usize, usize, String)>, usize, usize);
 
 /// An immutable BM25 index over a list of documents (ids are list positions).
 #[pyclass(frozen, module = "fastrag._core")]
@@ -444,7 +444,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate_spans, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize_batch, m)?)?;
-    m.add_function(wrap_pyfunction!(grep_files, m)?)?;
+    m.add_function(wrap_pyfunction!(grep_texts, m)?)?;
     m.add_class::<Bm25Index>()?;
     Ok(())
 }

@@ -186,8 +186,9 @@ def test_definitions_ranked_and_kept_incrementally(tmp_path: Path) -> None:
 
 
 def test_index_without_symbols_is_rebuilt(tmp_path: Path) -> None:
-    """A generation built before definitions were kept: symbol lookups say to index again, and the next
-    build parses every file again (none is reused without its definitions)."""
+    """A generation without its definitions (its symbols table gone, its files table without them): symbol
+    lookups say the index is damaged and to index again, and the next build parses every file again (none
+    is reused without its definitions)."""
     repo = write_repo(tmp_path / "repo", {"a.py": "def f():\n    pass\n"})
     build_index(repo, tmp_path / "index", IndexParams(embed="none"), display_root="repo", progress=False)
     gen = load_index(tmp_path / "index").path
@@ -196,7 +197,7 @@ def test_index_without_symbols_is_rebuilt(tmp_path: Path) -> None:
     (gen / "files.json").write_text(json.dumps({k: v[:5] for k, v in raw.items()}))
     from fastrag.errors import UserError
 
-    with pytest.raises(UserError, match="no definitions table"):
+    with pytest.raises(UserError, match=r"damaged \(gen-[0-9a-f]+-[0-9]+/symbols.json: No such file"):
         _ = load_index(tmp_path / "index").symbols
     report = build_index(repo, tmp_path / "index", IndexParams(embed="none"), display_root="repo", progress=False)
     assert report.chunked == 1 and len(load_index(tmp_path / "index").symbols) == 2

@@ -26,6 +26,7 @@ from fastrag.answering.grounding import (
 )
 from fastrag.answering.prompt import EMPTY_ANSWER, Prompt, Source, SpanReader
 from fastrag.answering.support import Unit, judge, links, sentences, support, units
+from fastrag.indexing.corpus import read_as_written
 from fastrag.schemas import CITATION
 
 DOC = """# Automatic prefix caching
@@ -182,7 +183,7 @@ def _check_saved(indexed: Path, answer: str) -> None:
     assert first.strip() and first == first.strip() and CITATION.search(first), answer
     path, start, end = CITATION.findall(first)[0]
     assert (indexed / path).read_text(encoding="utf-8")[int(start) : int(end)] in first  # quoted word for word
-    reader = SpanReader(lambda path: indexed / path)
+    reader = SpanReader(lambda path: read_as_written(str(indexed / path)))
     audited = audit_answer(answer, reader)
     assert audited.units and audited.support_rate == 1.0, (audited, answer)
     assert audited.invented_links == audited.truncated == audited.empty_code_blocks == 0

@@ -32,15 +32,19 @@ from fastrag.indexing.embed import Embedder
 from fastrag.indexing.generations import (
     CHUNKS_TABLE,
     CURRENT_FILE,
+    DIGESTS_TABLE,
+    GENERATION_MARKER,
     HEADINGS_TABLE,
     LOCK_FILE,
     MANIFEST_FILE,
+    SYMBOLS_TABLE,
     current_generation,
     index_lock,
     load_index,
 )
 from fastrag.indexing.vectors import ARRAYS_FILE, CACHE_FILE, USEARCH_FILE, VectorIndex
 from fastrag.retrieval.retriever import Retriever
+from fastrag.retrieval.symbols import find_definitions, outline
 
 QUERIES = ("load a LoRA adapter at runtime", "SamplingParams temperature", "install with pip")
 REPO_FILES = {**SAMPLE_FILES, "docs/serving.md": "# Serving\n\n## Start\n\nRun `vllm serve MODEL` to start.\n"}
@@ -89,6 +93,9 @@ def snapshot(index_dir: Path) -> Any:
         "vectors": (vectors.chunk_ids.tolist(), vectors.search(np.asarray(vectors._floats[:2]), 3)),
         "search": [[(h.file_path, h.start, h.end, round(h.score, 6)) for h in retriever.search(q, 5, "lexical")]
                    for q in QUERIES],
+        # what `definitions` and `outline` answer from the symbols table
+        "definitions_of": [d.as_json() for d in find_definitions(index.symbols, index.chunks.paths, "LLMEngine", ())],
+        "outlines": [[n.as_json() for n in outline(index, path)] for path in index.chunks.paths],
     }  # fmt: skip
 
 
@@ -134,6 +141,14 @@ def change_a_file_record(raw: Any) -> None:
     first = min(raw)
     record = raw[first]
     record[2] = "0" * len(str(record[2]))  # its content digest
+
+
+def shift_first_line(raw: Any) -> None:
+    raw["first"][raw["kind"].index("class")] -= 1  # a class's first line: the JSON stays valid, the answer wrong
+
+
+def change_a_digest(raw: Any) -> None:
+    raw[min(raw)] = "0" * 32  # a file's content hash
 
 
 def change_display_root(raw: Any) -> None:
@@ -194,6 +209,8 @@ SEMANTIC: dict[str, list[tuple[str, Damage]]] = {
     HEADINGS_TABLE: [("offset", edit_json(shift_first_start))],
     "files.json": [("digest", edit_json(change_a_file_record))],
     MANIFEST_FILE: [("display_root", edit_json(change_display_root))],
+    SYMBOLS_TABLE: [("one line number", edit_json(shift_first_line))],
+    DIGESTS_TABLE: [("digest", edit_json(change_a_digest))],
     "bm25.bin": [("swapped with definitions.bin", swap_with("definitions.bin"))],
     "headings.bin": [("swapped with bm25.bin", swap_with("bm25.bin"))],
     "definitions.bin": [("swapped with headings.bin", swap_with("headings.bin"))],
@@ -439,10 +456,18 @@ def test_leftovers_of_killed_runs_are_cleaned_by_the_next_run(tmp_path: Path) ->
     (staging / "inner/bm25.bin").write_bytes(bytes(1000))
     orphan = ix / "gen-ffffffffffffffff-3"  # renamed by a killed run, never published
     orphan.mkdir()
-    temporary = ix / ".embeddings.npz.abc.tmp"
+    for generation in (staging, orphan):  # a staging folder gets its mark before anything else
+        (generation / GENERATION_MARKER).write_bytes(b"x")
+    temporary = ix / ".embeddings.npz.abcd_123.tmp"  # as write_bytes_atomic names its temporary files
     temporary.write_bytes(b"x")
+    # what fastrag did not write stays, whatever its name: nothing proves it is a leftover
+    foreign = [ix / "gen-1-2/thesis.txt", ix / ".draft.tmp", ix / ".gen-7-7.tmp/notes.txt"]
+    for path in foreign:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("mine")
     assert build_index(repo, ix, LEXICAL, display_root="repo", progress=False).up_to_date  # nothing to publish
     assert not staging.exists() and not orphan.exists() and not temporary.exists()
+    assert all(path.read_text() == "mine" for path in foreign)
     assert current_generation(ix) == live
 
 
@@ -451,8 +476,9 @@ def test_while_another_indexer_holds_the_lock_only_old_leftovers_go(tmp_path: Pa
     ix = tmp_path / "ix"
     build_index(repo, ix, LEXICAL, display_root="repo", progress=False)
     fresh, old = ix / ".gen-5-5.tmp", ix / ".gen-4-4.tmp"
-    fresh.mkdir()
-    old.mkdir()
+    for staging in (fresh, old):
+        staging.mkdir()
+        (staging / GENERATION_MARKER).write_bytes(b"x")
     week = time.time() - 7 * 24 * 3600
     os.utime(old, (week, week))
     import fcntl

@@ -407,17 +407,17 @@ def test_read_source_refuses_what_the_walk_would_have_skipped(tmp_path: Path) ->
     (tmp_path / "ok.py").write_text("x = 1\n")
     (tmp_path / "link.py").symlink_to(tmp_path / "ok.py")
     (tmp_path / "dir.py").mkdir()
-    assert read_source(tmp_path / "ok.py") == b"x = 1\n"
+    assert read_source(tmp_path, "ok.py") == b"x = 1\n"
     with pytest.raises(OSError) as link:
-        read_source(tmp_path / "link.py")
+        read_source(tmp_path, "link.py")
     assert link.value.strerror == SYMLINK
     with pytest.raises(OSError) as folder:
-        read_source(tmp_path / "dir.py")
+        read_source(tmp_path, "dir.py")
     assert folder.value.strerror == NOT_REGULAR
     with pytest.raises(FileNotFoundError):
-        read_source(tmp_path / "missing.py")
+        read_source(tmp_path, "missing.py")
     with pytest.raises(OSError) as big:
-        read_source(tmp_path / "ok.py", max_bytes=5)
+        read_source(tmp_path, "ok.py", max_bytes=5)
     assert big.value.strerror == TOO_LARGE
 
 
@@ -427,7 +427,7 @@ def test_read_source_does_not_wait_for_a_fifo_writer(tmp_path: Path) -> None:
 
     def read() -> None:
         try:
-            read_source(tmp_path / "pipe.md")
+            read_source(tmp_path, "pipe.md")
         except OSError as exc:
             outcome.append(exc)
 
@@ -454,7 +454,7 @@ def test_read_source_bounds_a_file_growing_after_fstat(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(os, "fstat", fstat_then_grow)  # the one read_source calls
     with pytest.raises(OSError) as grown:
-        read_source(path, max_bytes=500)
+        read_source(tmp_path, path.name, max_bytes=500)
     assert grown.value.strerror == TOO_LARGE
 
 
@@ -462,13 +462,13 @@ def test_read_indexed_text_checks_the_content_it_was_chunked_from(tmp_path: Path
     path = tmp_path / "a.md"
     path.write_text("# Title\n\nBody.\n")
     digest = corpus.content_hash(path.read_bytes())
-    assert read_indexed_text(path, digest) == "# Title\n\nBody.\n"
+    assert read_indexed_text(tmp_path, path.name, digest) == "# Title\n\nBody.\n"
     path.write_text("# Title\n\nOther body.\n")
     with pytest.raises(FileChanged, match="changed while being indexed"):
-        read_indexed_text(path, digest)
+        read_indexed_text(tmp_path, path.name, digest)
     path.unlink()
     with pytest.raises(UserError, match="No such file"):
-        read_indexed_text(path, digest)
+        read_indexed_text(tmp_path, path.name, digest)
 
 
 def test_walk_is_sorted_and_reports_special_files(tmp_path: Path) -> None:

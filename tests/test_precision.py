@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from fastrag import _core
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.chunking import chunk_file
+from fastrag.indexing.reading import IndexedFiles
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.symbols import file_symbols
 from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
 from fastrag.retrieval.evidence import path_kind
-from fastrag.retrieval.precision import COLUMNS, FileTexts, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.precision import COLUMNS, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
@@ -264,7 +265,7 @@ def test_recut_leaves_changed_files_alone(tmp_path: Path) -> None:
     (repo / "a.md").write_text(text)
     build_index(repo, tmp_path / "index", IndexParams(), display_root="repo", progress=False)
     retriever = Retriever.open(tmp_path / "index")
-    texts = FileTexts(retriever.index)
+    texts = IndexedFiles(retriever.index)
     assert texts.get("repo/a.md") == text
     assert texts.get("elsewhere/a.md") is None
     query = analyse("load lora adapter", retriever.index.bm25)
@@ -272,7 +273,7 @@ def test_recut_leaves_changed_files_alone(tmp_path: Path) -> None:
     (cut,) = recut([span], query, retriever.index.bm25, texts, 200, lines_tokenizer)
     assert cut[2] - cut[1] <= 200 and "load_lora_adapter" in text[cut[1] : cut[2]]
     (repo / "a.md").write_text(text.replace("filler", "FILLER"))  # same length, new content
-    fresh = FileTexts(retriever.index)
+    fresh = IndexedFiles(retriever.index)
     assert fresh.get("repo/a.md") is None
     assert recut([span], query, retriever.index.bm25, fresh, 200, lines_tokenizer) == [span]
 

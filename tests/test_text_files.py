@@ -11,7 +11,7 @@ import pytest
 from conftest import CliResult, run_cli, write_repo
 from fastrag.errors import UserError
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.indexing.corpus import BINARY, EMPTY, GENERATED, GENERATED_LINE, TOO_LARGE, text_of
+from fastrag.indexing.corpus import BINARY, EMPTY, GENERATED, GENERATED_LINE, INDEX_MARKER, TOO_LARGE, text_of
 from fastrag.indexing.generations import LOCK_FILE, current_generation, load_index
 from fastrag.indexing.languages import HIDDEN, is_language, kept_out, language_arg
 
@@ -128,7 +128,8 @@ def test_a_tree_of_binary_files_only(tmp_path: Path, previous: bool) -> None:
     fails_cleanly(tmp_path, "no readable text files under repo", "skipped 3 files", BINARY)
     if not previous:
         left = {p.name for p in (tmp_path / "data/processed").glob("*")}
-        assert left <= {LOCK_FILE}, left  # the writers' lock may stay; no generation, pointer or staging
+        # the writers' lock and the folder's marker may stay; no generation, pointer or staging
+        assert left <= {LOCK_FILE, INDEX_MARKER}, left
 
 
 def test_invalid_utf8_in_a_new_language(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ __all__ = [
     "__version__",
     "bytes_to_chars",
     "chars_to_bytes",
-    "grep_files",
+    "grep_texts",
     "line_starts",
     "tokenize",
     "tokenize_batch",
@@ -70,17 +70,17 @@ def tokenize_batch(
 ) -> list[list[str]]:
     """:func:`tokenize` of every text, across threads."""
 
-def grep_files(
-    paths: Sequence[str | os.PathLike[str]],
+def grep_texts(
+    texts: Sequence[str],
     pattern: str,
     literal: bool = False,
     ignore_case: bool = False,
     max_matches: int = 1000,
     max_line_chars: int = 300,
-) -> tuple[list[tuple[int, int, str]], int, int, int]:
-    """Lines of ``paths`` matching ``pattern`` (a regex of the Rust ``regex`` crate, or a literal text), as
-    ripgrep's ``rg -n`` reports them: ``(matches, total, files_matched, unreadable)``, the first
-    ``max_matches`` as ``(position in paths, 1-based line, text cut at max_line_chars characters)``.
+) -> tuple[list[tuple[int, int, str]], int, int]:
+    """Lines of the file texts ``texts`` matching ``pattern`` (a regex of the Rust ``regex`` crate, or a
+    literal text), as ripgrep's ``rg -n`` reports them: ``(matches, total, files_matched)``, the first
+    ``max_matches`` as ``(position in texts, 1-based line, text cut at max_line_chars characters)``.
     ``ValueError`` (one line) for an invalid pattern."""
 
 @final

@@ -19,8 +19,24 @@ from fastrag.errors import UsageError
 MIN_CHUNK_SIZE = 50
 
 _INTEGER_TEXT = re.compile(r"[+-]?\d{1,18}")
+#: A lone surrogate: text JSON can spell (``"\ud800"``) and Python reads from undecodable command-line
+#: bytes, but UTF-8 cannot carry (writing or encoding it fails).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+def replace_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (dictionary keys, list items, nested) replaced by
+    U+FFFD: what every boundary where text enters (command line, dataset files, HTTP, MCP) does, so that
+    no later print, file write or tokenizer meets text it cannot encode."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {replace_surrogates(k): replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [replace_surrogates(v) for v in value]
+    return value
 
 
 def int_arg(name: str, value: Any, low: int, high: int, *, prefix: str = "--") -> int:

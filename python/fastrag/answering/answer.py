@@ -288,7 +288,6 @@ def answer(
     reader = SpanReader()
     models: tuple[Generator, Similarity | None] | None = None
     if k > 0:
-        from fastrag.indexing.sources import Sources
         from fastrag.retrieval.retriever import Retriever, hits_to_sources
 
         retriever = Retriever.open(index_dir)
@@ -298,7 +297,7 @@ def answer(
             loading = pool.submit(lambda: load_models(_chosen(model, on_note).spec))
             spans = hits_to_sources(retriever.search(question, k))
             models = loading.result() if spans else None
-        reader = SpanReader(Sources.of(retriever.index.manifest).locate)  # any working directory
+        reader = SpanReader(retriever.files.text)  # as indexed, from any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if models is not None:  # something was found
         generator, similarity = models

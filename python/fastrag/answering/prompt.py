@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fastrag import _core
 from fastrag.errors import UserError
-from fastrag.indexing.corpus import read_text
+from fastrag.indexing.corpus import read_as_written
 
 #: Whole-prompt budget (system + context + question + chat template), in the model's tokens.
 DEFAULT_PROMPT_BUDGET = 560
@@ -174,14 +174,16 @@ def _terms_batch(texts: list[str]) -> list[list[str]]:
 
 
 class SpanReader:
-    """Reads span texts, each file once (:func:`~fastrag.indexing.corpus.read_text`).
+    """Reads span texts, each file once.
 
-    ``locate`` says where the file a result names is (default: the path as written, relative to the
-    working directory; :meth:`fastrag.indexing.sources.Sources.locate` resolves it through the index).
+    ``read`` gives the text of the file a result names: by default the path as written, relative to the
+    working directory (:func:`~fastrag.indexing.corpus.read_as_written`: no link followed, a regular
+    file); :meth:`fastrag.indexing.reading.IndexedFiles.text` reads it through the index, as indexed.
+    It raises :class:`OSError` or a :class:`UserError` when the file cannot be read.
     """
 
-    def __init__(self, locate: Callable[[str], Path] = Path) -> None:
-        self._locate = locate
+    def __init__(self, read: Callable[[str], str] = read_as_written) -> None:
+        self._read = read
         self._files: dict[str, str] = {}
         self._headings: dict[str, tuple[list[int], list[str]]] = {}
 
@@ -190,7 +192,7 @@ class SpanReader:
         cached = self._files.get(file_path)
         if cached is None:
             try:
-                cached = read_text(self._locate(file_path))
+                cached = self._read(file_path)
             except OSError as exc:
                 raise UserError(f"cannot read source {file_path}: {exc.strerror or exc}") from exc
             self._files[file_path] = cached

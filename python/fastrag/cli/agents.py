@@ -23,9 +23,21 @@ MAX_LIMIT = 100_000
 def _open(index_dir: str | None) -> IndexFiles:
     """The files of the index the command reads."""
     from fastrag.indexing.catalog import open_index
+    from fastrag.indexing.reading import IndexedFiles
     from fastrag.retrieval.lookup import IndexFiles
 
-    return IndexFiles(open_index(index_arg(index_dir)))
+    return IndexFiles(IndexedFiles(open_index(index_arg(index_dir))))
+
+
+def _refuse_skipped(files: IndexFiles, paths: list[str]) -> None:
+    """A :class:`UserError` (one line, exit 1) naming the files of ``paths`` that could not be read, if any:
+    a search that skipped files never looks complete."""
+    from fastrag.errors import UserError
+    from fastrag.indexing.corpus import skipped_summary
+
+    refused = files.refused_among(paths)
+    if refused:
+        raise UserError(f"{skipped_summary(refused)} (not searched: run `fastrag index` again)")
 
 
 class AgentCommands:
@@ -98,6 +110,7 @@ class AgentCommands:
         groups, total = find_references(files.chosen(chosen), files.read, wanted, n)
         if not groups:
             status(f"no occurrence of {wanted}")
+            _refuse_skipped(files, files.chosen(chosen))
             return
         counts = {place: 0 for place in PLACES}
         shown = 0
@@ -112,6 +125,7 @@ class AgentCommands:
         summary = ", ".join(f"{c} {p}" for p, c in counts.items() if c)
         more = f"; {total - shown} more (raise --limit)" if total > shown else ""
         status(f"{shown} occurrences in {len(groups)} files ({summary}){more}")
+        _refuse_skipped(files, files.chosen(chosen))
 
     @example("grep 'retr(y|ies)' --regex --lang python")
     @raw_text("pattern", "path", "lang")
@@ -157,6 +171,7 @@ class AgentCommands:
             status(f"no match in {found.files_searched} files")
         elif found.total > len(found.matches):
             status(f"{found.total - len(found.matches)} more lines (raise --limit)")
+        _refuse_skipped(files, files.chosen(chosen))
 
     @example("watch --repo_path .")
     def watch(self, *, repo_path: str | None = None, index_dir: str | None = None, vectors: str | None = None) -> None:
@@ -219,6 +234,7 @@ class AgentCommands:
 
         files = _open(index_dir)
         shown = files.path_arg(path, prefix="--")
+        files.files.text(shown)  # a file changed or swapped since it was indexed: refused, not outlined
         roots = outline(files.index, shown)
         print(shown)
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, text_arg
+from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, mode_arg, path_arg, replace_surrogates, text_arg
 from fastrag.cli.agents import AgentCommands
 from fastrag.cli.argv import Help, parse
 from fastrag.cli.flags import (
@@ -158,21 +158,23 @@ class Commands(AgentCommands):
         if not hits:
             status("no match")
             return
-        from fastrag.indexing.corpus import read_text
-        from fastrag.indexing.sources import Sources
+        from fastrag.indexing.corpus import Skipped, skipped_summary
+        from fastrag.indexing.reading import FileRefused
         from fastrag.retrieval.snippets import best_line
 
-        locate = Sources.of(retriever.index.manifest).locate  # any working directory
-        texts: dict[str, str] = {}
+        refused: dict[str, Skipped] = {}
         for rank, hit in enumerate(hits, 1):
             print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.3g}")
             try:
-                source = texts.setdefault(hit.file_path, read_text(locate(hit.file_path)))
-            except OSError:  # the file changed since indexing: the location alone
+                source = retriever.files.text(hit.file_path)  # as indexed, from any working directory
+            except FileRefused as exc:  # swapped or changed since indexing: the location alone
+                refused.setdefault(hit.file_path, Skipped(exc.rel_path, exc.reason))
                 continue
             line = best_line(source, hit.start, hit.end, text)
             if line:
                 print(f"      {line}")
+        if refused:
+            status(f"no snippet from {skipped_summary(list(refused.values())).removeprefix('skipped ')}")
         print(SCORE_NOTE)
 
     @example("search_dataset --dataset_path data/datasets/UnansweredQuestions/dataset_docs_public.json --k 10")
@@ -536,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     fire.core._DisplayError = fire_error  # one line instead of a usage dump
     known = commands(Commands)
     try:
-        call = parse(known, sys.argv[1:] if argv is None else argv)
+        # undecodable bytes of an argument (lone surrogates) become U+FFFD: nothing later fails to print them
+        call = parse(known, replace_surrogates(sys.argv[1:] if argv is None else argv))
         if isinstance(call, Help):
             summary = (Commands.__doc__ or "").strip()
             print(overview(summary, known) if call.command is None else command_help(known[call.command]))

@@ -10,10 +10,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from fastrag.arguments import replace_surrogates
 from fastrag.config import MAX_K
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE
-from fastrag.indexing.corpus import read_text
+from fastrag.indexing.corpus import read_as_written
 from fastrag.indexing.generations import CURRENT_FILE
 from fastrag.indexing.storage import ensure_writable, write_bytes_atomic
 from fastrag.schemas import (
@@ -39,7 +40,7 @@ def read_json(path: Path, what: str) -> Any:
     if not data.strip():
         raise UserError(f"{what} {path} is empty")
     try:
-        return json.loads(data)
+        return replace_surrogates(json.loads(data))  # "\ud800" is JSON, not text UTF-8 can carry
     except UnicodeDecodeError as exc:
         raise UserError(f"{what} {path} is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:
@@ -106,7 +107,7 @@ def check_results(results: StudentSearchResults, truth: Sequence[AnsweredQuestio
                                 "whose offsets are negative or reversed")  # fmt: skip
             if source.file_path not in lengths:
                 try:
-                    lengths[source.file_path] = len(read_text(Path(source.file_path)))
+                    lengths[source.file_path] = len(read_as_written(source.file_path))
                 except OSError:
                     lengths[source.file_path] = None
             size = lengths[source.file_path]

@@ -48,10 +48,12 @@ from fastrag.indexing.corpus import (
 )
 from fastrag.indexing.generations import (
     CHUNKS_TABLE,
+    DIGESTS_TABLE,
     FILES_TABLE,
     FORMAT_VERSION,
     HEADINGS_TABLE,
     SYMBOLS_TABLE,
+    claim_index_dir,
     clean_leftovers,
     current_generation,
     index_lock,
@@ -168,6 +170,7 @@ def plan_index(
     if index_dir.exists() and not index_dir.is_dir():
         raise UserError(f"index directory {index_dir} is not a directory")
     ensure_writable(index_dir, "index directory")  # a read-only or full disk fails before any work
+    claim_index_dir(index_dir)  # a folder of other files is refused before anything in it is removed
     clean_leftovers(index_dir)
     root = display_root if display_root is not None else display_prefix(repo_path)
     entries, skipped = _walk(repo_path, ignore, progress)
@@ -285,7 +288,7 @@ def _chunk_files(
     workers: int | None,
 ) -> Iterator[tuple[FileEntry, FileRecord | Skipped]]:
     """Read and chunk ``entries``, in worker processes when there are many (see :mod:`fastrag.indexing.workers`)."""
-    jobs = [(str(repo_path / e.rel_path), e, params) for e in entries]
+    jobs = [(str(repo_path), e, params) for e in entries]
     bar = tqdm(total=len(jobs), desc="chunking", unit="file", disable=not progress or not jobs)
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
     try:
@@ -304,9 +307,9 @@ def _chunk_files(
 
 def _chunk_one(job: tuple[str, FileEntry, IndexParams]) -> FileRecord | Skipped:
     """Worker: read one file, fingerprint it and cut it into chunks."""
-    path, entry, params = job
+    root, entry, params = job
     try:
-        data = read_source(Path(path))
+        data = read_source(Path(root), entry.rel_path)
     except OSError as exc:
         return Skipped(entry.rel_path, exc.strerror or "unreadable")
     text = text_of(entry.rel_path, data)
@@ -365,7 +368,7 @@ def vector_inputs(
     base = 0
     for record in records:
         if os.path.splitext(record.rel_path)[1].lower() in spec.suffixes:
-            text = read_indexed_text(repo_path / record.rel_path, record.digest)
+            text = read_indexed_text(repo_path, record.rel_path, record.digest)
             chosen = range(len(record.chunks)) if spec.bridges else primary_chunks(record.chunks)
             for i in chosen:
                 c = record.chunks[i]
@@ -443,6 +446,8 @@ def _write_generation(
     write_json_atomic(staging / HEADINGS_TABLE, heading_table)
     write_json_atomic(staging / SYMBOLS_TABLE, symbols_table([r.symbols or [] for r in records]))
     write_bytes_atomic(staging / FILES_TABLE, files_table(records).encode("utf-8"))
+    # the content hashes alone: a query-time reader checks a file against them without parsing files.json
+    write_json_atomic(staging / DIGESTS_TABLE, {r.rel_path: r.digest for r in records})
     manifest = {
         "format_version": FORMAT_VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

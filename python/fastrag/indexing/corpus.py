@@ -2,8 +2,10 @@
 
 Users point fastrag at any tree: symbolic links (loops, dangling, or leading out of the tree),
 FIFOs and devices, files too large to be source, files that change or vanish while the index
-is built. The walk never follows a link or opens anything; :func:`read_source` opens a file
-without following a link or blocking, and never reads more than :data:`MAX_FILE_BYTES`.
+is built, or after. The walk never follows a link or opens anything; :func:`read_source` opens a file
+without following a link at any component of its path or blocking, and never reads more than
+:data:`MAX_FILE_BYTES`; every query-time read goes through it too (:func:`read_indexed`: still the
+content indexed, or refused).
 Everything passed over is reported as a :class:`Skipped` with a short reason.
 """
 
@@ -28,6 +30,9 @@ SKIPPED_DIRS = frozenset(
     {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
      ".tox", ".venv", "venv", "node_modules", "build", "dist", ".eggs", "site-packages"}
 )  # fmt: skip
+#: The file ``index`` writes into its index folder (:func:`fastrag.indexing.generations.claim_index_dir`):
+#: a folder holding it is an index, never walked into (an index folder inside the repository it indexes).
+INDEX_MARKER = ".fastrag-index"
 #: Files above this size are skipped (generated data, not prose or code).
 MAX_FILE_BYTES = 4 * 1024 * 1024
 #: A NUL byte in this many leading bytes marks a binary file.
@@ -45,15 +50,21 @@ NOT_REGULAR = "not a regular file"
 TOO_LARGE = f"larger than {MAX_FILE_BYTES // 2**20} MiB"
 BINARY = "binary or not UTF-8"
 EMPTY = "empty"
+#: Why a file is not read at query time: another content than the one indexed, a path leaving its folder.
+CHANGED = "changed since it was indexed: run `fastrag index` again"
+OUTSIDE = "not a path inside the repository"
 GENERATED = f"minified or generated (a line of over {GENERATED_LINE} characters, almost no spaces)"
 #: Skipped files named in the summary line before "and N more".
 SHOWN_SKIPPED = 3
 #: A line of over :data:`GENERATED_LINE` characters, tried at line starts only: unanchored, every position
 #: of a short line was tried in turn (5x slower on a 150 KB shell script).
 _LONG_LINE = re.compile(f"(?m)^[^\n]{{{GENERATED_LINE + 1},}}")
-#: How :func:`read_source` opens a file: never through a final symbolic link, never waiting for
-#: a writer (a FIFO swapped in after the walk), never inherited by a child process.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: How :func:`open_file` opens each folder on the way: a folder only, never inherited by a child process.
+_DIR_FLAGS = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+#: How :func:`open_file` opens a file: never through a symbolic link, never waiting for a writer (a FIFO
+#: swapped in after the walk), never inherited by a child process.
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,8 @@ def walk(
         rules = rules_of.pop(dirpath, top).enter(prefix.rstrip("/"), filenames, problems)
         kept = []
         for name in sorted(d for d in dirnames if d not in SKIPPED_DIRS and not d.startswith(".")):
+            if os.path.lexists(os.path.join(dirpath, name, INDEX_MARKER)):
+                continue  # a fastrag index (this one, inside its repository): not part of the repository
             why = rules.reason(prefix + name, is_dir=True)
             if why is None:
                 kept.append(name)
@@ -143,34 +156,84 @@ def walk(
     return entries, skipped
 
 
-def read_source(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file at ``path``, read safely whatever happened since the walk.
+def open_file(root: Path, rel_path: str) -> int:
+    """A descriptor of the regular file ``rel_path`` (``/``-separated) under the folder ``root``, opened
+    one component at a time from ``root`` without following a symbolic link at any of them.
 
-    The file may have been replaced by a symbolic link, a FIFO or a directory, may have grown
-    past ``max_bytes`` or vanished: each raises :class:`OSError` whose ``strerror`` is a short
-    reason for the skipped-files summary (:data:`SYMLINK`, :data:`NOT_REGULAR`,
-    :data:`TOO_LARGE`, or the system's message). Nothing blocks and at most ``max_bytes + 1``
-    bytes are read, so memory stays bounded however large the file has become.
+    The one way fastrag opens a repository's file, at indexing and at query time: a link (to a file or
+    a folder, in or out of the tree), a FIFO, a device or a socket put anywhere on the path after the
+    walk is refused, never read through; nothing blocks (a FIFO is opened without waiting for a
+    writer, then refused). Raises :class:`OSError` whose ``strerror`` is a short reason
+    (:data:`SYMLINK`, :data:`NOT_REGULAR`, :data:`OUTSIDE`, or the system's message).
     """
+    parts = rel_path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OSError(errno.EINVAL, OUTSIDE, rel_path)
+    folder = os.open(root, os.O_RDONLY | _DIR_FLAGS)  # the root as the user named it (it may be a link)
+    part = parts[0]
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | _DIR_FLAGS | _NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        part = parts[-1]
+        fd = os.open(part, _OPEN_FLAGS, dir_fd=folder)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
-            raise OSError(errno.ELOOP, SYMLINK, str(path)) from None
-        raise
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or no folder where one was (or a link to one)
+            linked = exc.errno == errno.ELOOP or _is_link(part, folder)
+            raise OSError(exc.errno, SYMLINK if linked else NOT_REGULAR, rel_path) from None
+        raise OSError(exc.errno, exc.strerror, rel_path) from None
+    finally:
+        os.close(folder)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
-        if st.st_size > max_bytes:
-            raise OSError(errno.EFBIG, TOO_LARGE, str(path))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, rel_path)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_link(name: str, folder: int) -> bool:
+    """Whether ``name`` in the open folder ``folder`` is a symbolic link (``False`` when it is gone)."""
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def read_source(root: Path, rel_path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``rel_path`` under ``root``, read safely whatever happened since the
+    walk (:func:`open_file`: no link followed, nothing but a regular file).
+
+    The file may have been replaced by a symbolic link, a FIFO or a directory, may have grown past
+    ``max_bytes`` or vanished: each raises :class:`OSError` whose ``strerror`` is a short reason for the
+    skipped-files summary (:data:`SYMLINK`, :data:`NOT_REGULAR`, :data:`TOO_LARGE`, or the system's
+    message). Nothing blocks and at most ``max_bytes + 1`` bytes are read, so memory stays bounded
+    however large the file has become.
+    """
+    fd = open_file(root, rel_path)
+    try:
+        if os.fstat(fd).st_size > max_bytes:
+            raise OSError(errno.EFBIG, TOO_LARGE, rel_path)
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(max_bytes + 1)  # the file may have grown since fstat: bound the read
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise OSError(errno.EFBIG, TOO_LARGE, str(path))
+        raise OSError(errno.EFBIG, TOO_LARGE, rel_path)
     return data
+
+
+def read_as_written(path: str) -> str:
+    """The text of a file named by a results file (``path`` as written: relative to the working
+    directory, or absolute), read by :func:`read_source` from the working directory (or ``/``): no link
+    on the way, a regular file, at most :data:`MAX_FILE_BYTES`. Bytes that are not UTF-8 become U+FFFD.
+    :class:`OSError` (a short ``strerror``) when it cannot be read."""
+    absolute = os.path.isabs(path)
+    rel = os.path.normpath(path).lstrip("/") if absolute else os.path.normpath(path)
+    data = read_source(Path("/") if absolute else Path.cwd(), rel.replace(os.sep, "/"))
+    return data.decode("utf-8", errors="replace")
 
 
 class FileChanged(UserError):
@@ -191,32 +254,28 @@ def check_unchanged(path: Path, size: int, mtime_ns: int) -> None:
         raise FileChanged(path, "new content")
 
 
-def read_indexed_text(path: Path, digest: str) -> str:
-    """The text of a file chunked earlier in this run, whose content hash was ``digest``.
+def read_indexed(root: Path, rel_path: str, digest: str) -> str:
+    """The text of the file ``rel_path`` under ``root`` as it was indexed: its content hash still
+    ``digest`` (chunk offsets are only valid for the content they were computed from).
 
-    Chunk offsets are only valid for the content they were computed from, so a file that
-    vanished, changed or stopped being UTF-8 since raises :class:`FileChanged` (a
-    :class:`~fastrag.errors.UserError`: one line at the command line, nothing published).
+    Read by :func:`read_source`; :class:`OSError` with a short ``strerror`` when it cannot be read or is
+    no longer the content indexed (:data:`CHANGED`): never the text of another file.
     """
-    try:
-        data = read_source(path)
-    except OSError as exc:
-        raise FileChanged(path, exc.strerror or "unreadable") from None
+    data = read_source(root, rel_path)
     text = decode(data) if content_hash(data) == digest else None
     if text is None:
-        raise FileChanged(path, "new content")
+        raise OSError(errno.ESTALE, CHANGED, rel_path)
     return text
 
 
-def read_text(path: Path) -> str:
-    """The text of a corpus file as results address it: ``str`` offsets of the file decoded as UTF-8.
-
-    Every reader of spans (prompts, the server's snippets) reads files through here. Bytes that are not
-    UTF-8 (the file changed since it was indexed) become U+FFFD instead of failing; an indexed file is
-    valid UTF-8, so its text is exactly what :func:`decode` gave the chunker. :class:`OSError` when the
-    file cannot be read.
-    """
-    return path.read_bytes().decode("utf-8", errors="replace")
+def read_indexed_text(root: Path, rel_path: str, digest: str) -> str:
+    """:func:`read_indexed` for the indexer: a file chunked earlier in this run that vanished, changed or
+    stopped being UTF-8 since raises :class:`FileChanged` (a :class:`~fastrag.errors.UserError`: one line
+    at the command line, nothing published)."""
+    try:
+        return read_indexed(root, rel_path, digest)
+    except OSError as exc:
+        raise FileChanged(root / rel_path, exc.strerror or "unreadable") from None
 
 
 def text_of(name: str, data: bytes) -> str | Skipped:

@@ -12,6 +12,7 @@ Layout under the index directory::
         headings.bin   their own BM25 index (questions that ask where something is documented)
         definitions.bin  a BM25 index of the names each chunk defines (one document per chunk)
         symbols.json   every definition: file, name, kind, lines, signature, parent (:mod:`fastrag.indexing.symbols`)
+        digests.json   every file's content hash (what a query-time reader checks: :mod:`fastrag.indexing.reading`)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
 
@@ -51,6 +52,7 @@ from fastrag import _core
 from fastrag.config import STALE_STAGING_S
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
+from fastrag.indexing.corpus import INDEX_MARKER
 from fastrag.indexing.storage import fsync_dir, write_bytes_atomic, write_json_atomic
 from fastrag.indexing.symbols import SYMBOL_COLUMNS
 
@@ -68,7 +70,16 @@ DEFINITIONS_BM25 = "definitions.bin"
 HEADINGS_BM25 = "headings.bin"
 HEADINGS_TABLE = "headings.json"
 SYMBOLS_TABLE = "symbols.json"
+DIGESTS_TABLE = "digests.json"
 LOCK_FILE = ".lock"
+#: The marks of what ``index`` wrote: a file in the index folder (:data:`~fastrag.indexing.corpus.INDEX_MARKER`,
+#: which the walk of a repository also honours), and one in each generation (written first, into its
+#: staging folder). Nothing is removed from a folder without the first, and no
+#: generation or staging folder without the second (or, made before marks existed, a manifest).
+GENERATION_MARKER = ".fastrag-generation"
+#: A temporary file of :func:`~fastrag.indexing.storage.write_bytes_atomic` (``.<name>.<8 random>.tmp``)
+#: or of :func:`~fastrag.indexing.storage.ensure_writable`: the only files a run's clean-up removes.
+_TEMPORARY_FILE = re.compile(r"\.[^/]+\.[A-Za-z0-9_]{8}\.tmp")
 #: The name of a generation folder: ``gen-<time in ns, hex>-<pid>``.
 GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9]+")
 #: Manifest keys: every other file's fingerprint, and the manifest's own SHA-256 (of its other keys).
@@ -95,12 +106,14 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
     previous generation stays live; a failed write (read-only or full disk) is a :class:`UserError`.
     Afterwards only the new generation and the one ``CURRENT`` named before remain (:func:`_prune`).
     """
+    claim_index_dir(index_dir)
     with index_lock(index_dir):
         previous = _live_name(index_dir)
         gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
         staging = index_dir / f".{gen_id}.tmp"
         try:
             staging.mkdir()
+            (staging / GENERATION_MARKER).write_bytes(b"fastrag generation\n")  # the mark: this folder is fastrag's
             write(staging)
             fsync_dir(staging)
             pause_point("staged")
@@ -134,11 +147,14 @@ def _prune(index_dir: Path, keep: set[str], min_age_s: float = 0.0) -> None:
     :func:`publish` runs it under :func:`index_lock` (age 0): no other writer's staging folder or
     temporary file is in flight, since every write into ``index_dir`` takes that lock.
     """
+    if not (index_dir / INDEX_MARKER).is_file():  # not a folder fastrag marked: nothing in it is provably ours
+        return
     now = time.time()
     for path in index_dir.iterdir():
-        stale_gen = GENERATION_NAME.fullmatch(path.name) is not None and path.is_dir() and path.name not in keep
-        leftover = path.name.startswith(".") and path.name.endswith(".tmp")
-        if not (stale_gen or leftover):
+        stale_gen = GENERATION_NAME.fullmatch(path.name) is not None and _is_generation(path) and path.name not in keep
+        staging = path.name.startswith(".gen-") and path.name.endswith(".tmp") and _is_generation(path)
+        temporary = _TEMPORARY_FILE.fullmatch(path.name) is not None and path.is_file() and not path.is_symlink()
+        if not (stale_gen or staging or temporary):
             continue
         try:
             if min_age_s and now - path.lstat().st_mtime < min_age_s:
@@ -149,6 +165,46 @@ def _prune(index_dir: Path, keep: set[str], min_age_s: float = 0.0) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+
+
+def _is_generation(path: Path) -> bool:
+    """Whether ``path`` is a folder fastrag wrote as a generation: it holds :data:`GENERATION_MARKER` (or,
+    for one written before generations were marked, a manifest)."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    return (path / GENERATION_MARKER).is_file() or (path / MANIFEST_FILE).is_file()
+
+
+def claim_index_dir(index_dir: Path) -> None:
+    """Make sure ``index_dir`` is fastrag's before anything is written or removed there: a new or empty
+    folder (or one holding only what fastrag writes first: its lock, temporary files) gets the marker; an index built
+    before folders were marked (a ``CURRENT`` naming a generation, or a shard catalog) gets it too; any
+    other folder that holds files is refused with a :class:`UserError` (its files are never touched)."""
+    marker = index_dir / INDEX_MARKER
+    if marker.is_file():
+        return
+    try:
+        names = {p.name for p in index_dir.iterdir()} if index_dir.is_dir() else set()
+    except OSError as exc:
+        raise UserError(f"cannot list the index directory {index_dir}: {exc.strerror or exc}") from exc
+    # what another run claiming the folder at the same moment may have put there first is fastrag's too
+    transient = {n for n in names if _TEMPORARY_FILE.fullmatch(n)} | {LOCK_FILE}
+    ours = not (names - transient) or "shards.json" in names
+    if not ours and CURRENT_FILE in names:
+        try:
+            live = (index_dir / CURRENT_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, ValueError):
+            live = ""
+        ours = GENERATION_NAME.fullmatch(live) is not None and _is_generation(index_dir / live)
+    if not ours:
+        raise UserError(
+            f"{index_dir} holds other files and is not a fastrag index: choose a new or empty folder for the index"
+        )
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
+    except OSError as exc:
+        raise UserError(f"cannot write to index directory {index_dir}: {exc.strerror or exc}") from exc
 
 
 def clean_leftovers(index_dir: Path) -> None:
@@ -260,6 +316,12 @@ def _damaged(gen: Path, what: str) -> UserError:
     return UserError(f"the index in {gen.parent} is damaged ({gen.name}/{what}): {REBUILD_HINT}")
 
 
+def _core_damage(gen: Path, exc: Exception) -> UserError:
+    """:func:`_damaged` for a file the core refused: its message names the file by its whole path, which
+    the generation's name already starts (``gen-…/bm25.bin``, not ``gen-…//…/gen-…/bm25.bin``)."""
+    return _damaged(gen, " ".join(str(exc).replace(f"{gen}{os.sep}", "").split()))
+
+
 def read_manifest(gen: Path) -> dict[str, Any]:
     """The manifest of generation ``gen``, checked against its own checksum; a :class:`UserError` when
     it is unreadable, damaged or of another format version."""
@@ -305,7 +367,7 @@ def verify_generation(gen: Path) -> dict[str, Any]:
             try:
                 _core.Bm25Index.load(str(path))
             except _core.IndexFormatError as exc:
-                raise _damaged(gen, " ".join(str(exc).split())) from exc
+                raise _core_damage(gen, exc) from exc
     return manifest
 
 
@@ -369,16 +431,16 @@ class SymbolTable:
         return len(self.name)
 
 
-def load_symbols(generation: Path, files: int) -> SymbolTable:
-    """The symbols table of ``generation``, whose chunk table has ``files`` paths; a :class:`UserError`
-    when it is missing (an index built before definitions were kept), unreadable or inconsistent."""
+def load_symbols(generation: Path, files: int, manifest: dict[str, Any]) -> SymbolTable:
+    """The symbols table of ``generation`` (whose sealed manifest is ``manifest``, and whose chunk table has
+    ``files`` paths), once checked against the manifest (:func:`verified_json`: a line number changed in a
+    still valid JSON is damage, never a wrong answer); a :class:`UserError` when it is missing, damaged,
+    unreadable or inconsistent."""
     hint = "run `fastrag index` again"
+    raw = verified_json(generation, manifest, SYMBOLS_TABLE)
     try:
-        raw = json.loads((generation / SYMBOLS_TABLE).read_text())
         table = SymbolTable(*(list(raw[column]) for column in SYMBOL_COLUMNS))
-    except FileNotFoundError:
-        raise UserError(f"the index in {generation.parent} has no definitions table: {hint}") from None
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError) as exc:
         raise UserError(f"the definitions table of {generation.parent} is unreadable ({exc}): {hint}") from exc
     n = len(table)
     columns = (table.file, table.kind, table.first, table.last, table.signature, table.parent)
@@ -415,7 +477,7 @@ class LoadedIndex:
         if table is None:
             if isinstance(self.manifest.get(SHARDS_KEY), list):
                 raise UserError("definitions, references and outlines need an index of one repository, not of shards")
-            table = self._lazy.setdefault("symbols", load_symbols(self.path, len(self.chunks.paths)))
+            table = self._lazy.setdefault("symbols", load_symbols(self.path, len(self.chunks.paths), self.manifest))
         return table
 
     @property
@@ -492,7 +554,7 @@ def load_index(index_dir: Path) -> LoadedIndex:
         headings = HeadingTable(raw["file"], raw["start"], raw["end"], heading_bm25)
         definitions = _core.Bm25Index.load(str(verify_file(gen, manifest, DEFINITIONS_BM25)))
     except _core.IndexFormatError as exc:
-        raise _damaged(gen, " ".join(str(exc).split())) from exc
+        raise _core_damage(gen, exc) from exc
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise _damaged(gen, f"unreadable: {' '.join(str(exc).split())}") from exc
     consistent = bm25.num_docs == definitions.num_docs == len(table) and len(table.file) == len(table.end) == len(table)

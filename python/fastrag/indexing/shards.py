@@ -19,7 +19,7 @@ from pathlib import Path
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.builder import IndexParams, IndexPlan, IndexReport, finish_index, plan_index
 from fastrag.indexing.catalog import CATALOG_FILE, CATALOG_VERSION, SHARDS_DIR, shard_dir
-from fastrag.indexing.generations import CURRENT_FILE, current_generation
+from fastrag.indexing.generations import CURRENT_FILE, claim_index_dir, current_generation
 from fastrag.indexing.storage import write_json_atomic
 
 #: What a shard name may hold: it names a folder and starts every result path of its repository.
@@ -129,6 +129,7 @@ def build_shards(
     """
     if (index_dir / CURRENT_FILE).exists():
         raise UsageError(f"{index_dir} holds a single-repository index: give --repos another --index_dir")
+    claim_index_dir(index_dir)
     outcomes = runner(repos, index_dir, params)
     shards = []
     for r in sorted(repos, key=lambda r: r.name):

@@ -49,7 +49,7 @@ def indexed_texts(
     heading_docs: list[str] = []
     definitions: list[str] = []
     for record in records:
-        text = read_indexed_text(repo_path / record.rel_path, record.digest)
+        text = read_indexed_text(repo_path, record.rel_path, record.digest)
         shown = display_path(prefix, record.rel_path)
         defines = definitions_of(record, text)
         for c in record.chunks:

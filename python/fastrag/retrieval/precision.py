@@ -61,9 +61,7 @@ from typing import Protocol
 
 from fastrag import _core
 from fastrag.errors import UserError
-from fastrag.indexing.corpus import read_indexed_text
-from fastrag.indexing.generations import FILES_TABLE, SHARDS_KEY, LoadedIndex, read_manifest, verified_json
-from fastrag.indexing.sources import Sources, display_path
+from fastrag.indexing.reading import IndexedFiles
 from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
 from fastrag.retrieval.evidence import PathKind, PathWords, is_symbol_query, path_kind, query_traits
 from fastrag.retrieval.query import Query
@@ -423,58 +421,11 @@ def _segments(text: str, step: int) -> list[int]:
     return out
 
 
-class FileTexts:
-    """The texts of an index's files, read from its repository on first use (then cached).
-
-    A file whose content no longer has the fingerprint it was indexed with (edited, removed)
-    gives ``None``: offsets computed on another content must not be re-cut.
-    """
-
-    def __init__(self, index: LoadedIndex) -> None:
-        self.index = index
-        self.sources = Sources.of(index.manifest)
-        self._digests: dict[str, str] | None = None
-        self._texts: dict[str, str | None] = {}
-
-    def get(self, path: str) -> str | None:
-        """The text of the file shown as ``path`` in results, or ``None`` when unavailable."""
-        if path not in self._texts:
-            self._texts[path] = self._read(path)
-        return self._texts[path]
-
-    def _read(self, path: str) -> str | None:
-        digest = self._fingerprints().get(path)
-        if digest is None:
-            return None
-        try:
-            return read_indexed_text(self.sources.locate(path), digest)
-        except UserError:
-            return None
-
-    def _fingerprints(self) -> dict[str, str]:
-        """Every indexed file's content digest, by its path in results (of every shard of a sharded index)."""
-        if self._digests is None:
-            shards = self.index.manifest.get(SHARDS_KEY)
-            generations = (
-                [(Path(str(s.get("generation"))), str(s.get("display_root") or "")) for s in shards]
-                if isinstance(shards, list)
-                else [(self.index.path, str(self.index.manifest.get("display_root") or ""))]
-            )
-            self._digests = {}
-            for folder, root in generations:
-                try:
-                    raw = verified_json(folder, read_manifest(folder), FILES_TABLE)
-                    self._digests.update({display_path(root, rel): str(record[2]) for rel, record in raw.items()})
-                except (TypeError, KeyError, IndexError, AttributeError):  # damage: a UserError, above
-                    continue
-        return self._digests
-
-
 def recut(
     spans: Sequence[tuple[str, int, int]],
     query: Query,
     scorer: Scorer,
-    texts: FileTexts,
+    texts: IndexedFiles,
     size: int,
     tokenize_lines: Callable[[list[str]], list[list[str]]],
 ) -> list[tuple[str, int, int]]:

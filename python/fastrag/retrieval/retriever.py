@@ -16,11 +16,12 @@ from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MODE, DEFAULT_MODELS_DIR, 
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
+from fastrag.indexing.reading import IndexedFiles
 from fastrag.retrieval.evidence import asks_directly
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
-from fastrag.retrieval.precision import FOCUS, FileTexts, Precision, recut
+from fastrag.retrieval.precision import FOCUS, Precision, recut
 from fastrag.retrieval.query import analyse, asks_where
 from fastrag.retrieval.symbols import DefinitionHeads
 from fastrag.schemas import MinimalSource
@@ -85,8 +86,10 @@ class Retriever:
     def __init__(self, index: LoadedIndex, models_dir: Path = DEFAULT_MODELS_DIR) -> None:
         self.index = index
         self.lexical = LexicalSearcher(index.bm25)
-        self._texts = FileTexts(index)
-        heads = DefinitionHeads(index, self._texts.get)
+        #: The index's files, read as they were indexed (:mod:`fastrag.indexing.reading`): every reader
+        #: of this index's texts (snippets, spans, prompts, grep, references) shares them.
+        self.files = IndexedFiles(index)
+        heads = DefinitionHeads(index, self.files.get)
         self.precision = Precision(
             index.bm25,
             index.chunks.paths,
@@ -245,7 +248,7 @@ class Retriever:
             return _core.tokenize_batch(lines, bm25.stopwords, bm25.min_len, bm25.parts, bm25.stem)
 
         spans = recut(
-            [(h.file_path, h.start, h.end) for h in hits], query, bm25, self._texts, self.focus, tokenize_lines
+            [(h.file_path, h.start, h.end) for h in hits], query, bm25, self.files, self.focus, tokenize_lines
         )
         return [Hit(path, lo, hi, h.score) for (path, lo, hi), h in zip(spans, hits)]
 

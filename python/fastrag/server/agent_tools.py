@@ -17,7 +17,7 @@ from fastrag.arguments import bool_arg
 from fastrag.errors import UsageError
 from fastrag.indexing.watch import Watcher
 from fastrag.retrieval.filters import SearchFilter
-from fastrag.retrieval.grep import grep, pattern_arg
+from fastrag.retrieval.grep import grep, pattern_arg, unreadable_json
 from fastrag.retrieval.lookup import IndexFiles
 from fastrag.retrieval.references import as_json, find_references
 from fastrag.retrieval.symbols import definition_name, find_definitions, outline
@@ -63,7 +63,7 @@ class AgentTools:
         current = self.live.current()  # no index: a user error the server reports
         with self._lock:
             if self._files is None or self._generation != current.generation:
-                self._files = IndexFiles(current.retriever.index)
+                self._files = IndexFiles(current.retriever.files)
                 self._generation = current.generation
             return self._files, self._generation
 
@@ -90,7 +90,8 @@ class AgentTools:
         chosen = SearchFilter.parse(path, lang, prefix="")
         budget = max_tokens_arg(max_tokens)
         files, generation = self.files()
-        groups, total = find_references(files.chosen(chosen), files.read, wanted, MAX_RESULTS)
+        paths = files.chosen(chosen)
+        groups, total = find_references(paths, files.read, wanted, MAX_RESULTS)
         counts: dict[str, int] = {}
         for group in groups:
             for ref in group.references:
@@ -100,6 +101,7 @@ class AgentTools:
             "generation": generation,
             "total": total,
             "by_place": counts,
+            **unreadable_json(files.refused_among(paths)),
             "files": as_json(groups),
         }
         return fit(payload, "files", budget, "narrow it with path or lang, or raise max_tokens")
@@ -120,6 +122,7 @@ class AgentTools:
         budget = max_tokens_arg(max_tokens)
         files, generation = self.files()
         shown = files.path_arg(path)
+        files.files.text(shown)  # a file changed or swapped since it was indexed: refused, not outlined
         roots = outline(files.index, shown)
         payload = {"path": shown, "generation": generation, "definitions": [r.as_json() for r in roots]}
         return fit(payload, "definitions", budget, "raise max_tokens to see the rest of the file's definitions")

@@ -57,7 +57,7 @@ def create_app(
     index = Path(os.path.abspath(index_dir))
     models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
     live = LiveIndex(index, models)
-    texts = SourceTexts(root, locate=live.locate)
+    texts = SourceTexts(live.read)
     services = Services(
         root=root,
         index_dir=index,
@@ -86,7 +86,7 @@ def create_app(
     )
     app.state.fastrag = services
     app.add_middleware(Guard, max_body=max_body, allowed_hosts=allowed_hosts, access=access)
-    _errors(app)
+    _errors(app, services)
     for router in ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
@@ -94,10 +94,10 @@ def create_app(
     return app
 
 
-def _errors(app: FastAPI) -> None:
+def _errors(app: FastAPI, services: Services) -> None:
     @app.exception_handler(UserError)
     async def user_error(_: Request, exc: UserError) -> JSONResponse:
-        return error_response(status_of(exc), str(exc))
+        return error_response(status_of(exc), services.shown(str(exc)))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -19,6 +19,7 @@ from pathlib import Path
 from fastrag.errors import UserError
 from fastrag.indexing.catalog import CATALOG_FILE, live_name, open_index
 from fastrag.indexing.generations import CURRENT_FILE
+from fastrag.indexing.reading import NOT_INDEXED, FileRefused
 from fastrag.indexing.sources import Sources
 from fastrag.retrieval.filters import NO_FILTER, SearchFilter
 from fastrag.retrieval.retriever import Hit, Retriever
@@ -108,6 +109,14 @@ class LiveIndex:
         see :meth:`fastrag.indexing.sources.Sources.locate`); ``file_path`` as written before a load."""
         current = self._live
         return current.sources.locate(file_path) if current is not None else Path(file_path)
+
+    def read(self, file_path: str) -> str:
+        """The text of the file a result names, as the generation in memory indexed it
+        (:meth:`fastrag.indexing.reading.IndexedFiles.text`); a :class:`FileRefused` otherwise."""
+        current = self._live
+        if current is None:
+            raise FileRefused(file_path, NOT_INDEXED)
+        return current.retriever.files.text(file_path)
 
     def corpus_roots(self) -> list[Path]:
         """The repositories of the generation in memory (one per shard of a sharded index; none before a

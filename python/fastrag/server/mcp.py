@@ -4,8 +4,9 @@ Four tools, on stdio (the default: the agent starts the process) or streamable H
 bound to 127.0.0.1 unless told otherwise):
 
 * ``search``: ranked spans with path, character and line ranges, score and a short snippet (browse first);
-* ``read_span``: the full text of a span (expand on request), for files of the index only, confined
-  like the HTTP API's ``/span`` (:class:`~fastrag.server.safety.Confinement`);
+* ``read_span``: the full text of a span (expand on request), for files of the index only, read as
+  they were indexed (:class:`~fastrag.indexing.reading.IndexedFiles`: a file swapped for a link or
+  changed since is refused);
 * ``answer``: a cited answer (the model is loaded on the first question, chosen as the CLI chooses it);
 * ``index_status``: generation, files, chunks, vectors, model.
 
@@ -25,7 +26,6 @@ foreign ``Origin`` on a write.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 from typing_extensions import Self
 
-from fastrag.arguments import int_arg, mode_arg, text_arg
+from fastrag.arguments import int_arg, mode_arg, replace_surrogates, text_arg
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import SHARDS_KEY
@@ -48,9 +48,8 @@ from fastrag.server.auth import Exposure, access_for, announce
 from fastrag.server.budget import DEFAULT_MAX_TOKENS, budgeted
 from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
-from fastrag.server.safety import Confinement
 from fastrag.server.schemas import MAX_OFFSET, MAX_QUERY_CHARS, MAX_SPAN_CHARS
-from fastrag.server.texts import SourceTexts
+from fastrag.server.texts import SourceTexts, span_text
 
 #: Results ``search`` returns unless asked.
 DEFAULT_TOOL_K = 5
@@ -69,8 +68,6 @@ INSTRUCTIONS = (
 )
 
 ResultT = TypeVar("ResultT")
-#: A lone surrogate: text JSON can spell and UTF-8 cannot carry (replaced by U+FFFD in replies).
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Tools:
@@ -81,9 +78,8 @@ class Tools:
         self.root = data.parent
         models = data / "models"
         self.live = LiveIndex(Path(os.path.abspath(index_dir)), models)
-        self.texts = SourceTexts(self.root, locate=self.live.locate)  # as the HTTP API reads them
+        self.texts = SourceTexts(self.live.read)  # as the HTTP API reads them
         self.results = SearchResults(self.live, self.texts)
-        self.confinement = Confinement(self.root, data, self.live.corpus_roots)
         self.answerer = Answerer(model, models, self.texts)
         self.agent = AgentTools(self.live)
 
@@ -129,20 +125,13 @@ class Tools:
             raise UserError(f"end ({hi}) must not be before start ({lo})")
         if hi - lo > MAX_SPAN_CHARS:
             raise UserError(f"span too long: {hi - lo} characters, at most {MAX_SPAN_CHARS}")
-        live = self.results.current()
-        # a result's path is read where the index recorded its repository (as ``/span`` does);
-        # anything else must be a path inside data/ naming a file of the index
-        indexed = isinstance(path, str) and path in live.paths
-        name = path if indexed else self.confinement.display(self.confinement.check("path", path))
-        if name not in live.paths:
-            raise UserError(f"{path} is not a file of the index")
-        found = self.texts.get(name)
-        if found is None:
-            raise UserError(f"{name} cannot be read")
-        if hi > len(found.text):
-            raise UserError(f"end {hi} is past the end of {name} ({len(found.text)} characters)")
-        first, last = found.lines(lo, hi)
-        return {"path": name, "start": lo, "end": hi, "first_line": first, "last_line": last, "text": found.text[lo:hi]}
+        self.results.current()  # a new generation empties the caches of texts
+        # a result's path, the path inside its repository, or a path on disk naming a file of the index
+        # (links not resolved); read where the index recorded its repository, as indexed
+        files, _ = self.agent.files()
+        name = files.path_arg(path)
+        text, first, last = span_text(self.texts, name, lo, hi)
+        return {"path": name, "start": lo, "end": hi, "first_line": first, "last_line": last, "text": text}
 
     def answer(self, question: Any, k: Any) -> dict[str, Any]:
         """A cited answer from the ``k`` best spans."""
@@ -199,14 +188,8 @@ def _tool_call(work: Callable[[], ResultT]) -> ResultT:
 
 def encodable(value: Any) -> Any:
     """``value`` with every string UTF-8 can carry: lone surrogates (which JSON may spell, and a client
-    may send) replaced, so that the reply can be written at all."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {encodable(k): encodable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [encodable(v) for v in value]
-    return value
+    may send) replaced (:func:`~fastrag.arguments.replace_surrogates`), so that the reply can be written."""
+    return replace_surrogates(value)
 
 
 def reparse(failure: Exception) -> tuple[Any, Any]:
@@ -254,6 +237,41 @@ def strict_arguments(tool: str, model: Any, arguments: dict[str, Any]) -> None:
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
         got = repr(first.get("input"))[:80]
         raise ToolError(encodable(" ".join(f"{where}: {first['msg']}, got {got}".split()))) from None
+
+
+#: What a line the SDK would not answer becomes: valid JSON, no JSON-RPC message, so an Invalid Request
+#: error with id null answers it (:class:`RepliedReadStream`).
+UNANSWERABLE_LINE = '{"jsonrpc": "2.0", "id": null}\n'
+
+
+def answerable_line(line: str) -> str:
+    """``line`` as read, unless it is a request whose ``id`` is neither a string nor an integer (an object,
+    a float, null): the SDK would take it for a notification and never reply, so it becomes
+    :data:`UNANSWERABLE_LINE`, which gets an error reply (JSON-RPC: every request is answered)."""
+    import json
+
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON: the SDK's parse error answers it
+        return line
+    if isinstance(raw, dict) and "method" in raw and "id" in raw:
+        ident = raw["id"]
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            return UNANSWERABLE_LINE
+    return line
+
+
+class AnswerableLines:
+    """The lines of the standard input (an ``anyio`` text file) passed through :func:`answerable_line`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._lines = inner.__aiter__()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> str:
+        return answerable_line(await self._lines.__anext__())
 
 
 class RepliedReadStream:
@@ -323,7 +341,14 @@ def create_server(tools: Tools) -> Any:
             return await super().call_tool(name, arguments, context)
 
         async def run_stdio_async(self) -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            import io
+
+            import anyio
+
+            # a duplicate of fd 0, read as UTF-8 (as the SDK reads it), every line checked to get a reply
+            wire = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+            lines: Any = AnswerableLines(anyio.wrap_file(wire))
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
                 low = self._lowlevel_server
                 await low.run(
                     RepliedReadStream(read_stream, write_stream), write_stream, low.create_initialization_options()
@@ -444,11 +469,11 @@ def _serve_http(server: Any, host: str, sock: socket.socket, exposure: Exposure)
 
     from fastrag.server.run import address
     from fastrag.server.safety import Guard
+    from fastrag.server.timeouts import server_config
 
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # the Guard checks Host and Origin
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, transport_security=security, host=host)
     guarded = Guard(app, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
     print(f"fastrag mcp serving on {address(sock)}{HTTP_PATH}", flush=True)
     announce(host, exposure)
-    config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(guarded)).run(sockets=[sock])

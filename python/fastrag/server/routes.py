@@ -10,7 +10,6 @@ on the model's own worker, one at a time.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,9 +21,9 @@ from starlette.concurrency import run_in_threadpool
 from fastrag.answering.answer import GeneratedAnswer
 from fastrag.answering.prompt import NO_SOURCES_ANSWER
 from fastrag.config import CHUNK_TARGET_SIZE
-from fastrag.errors import UserError
 from fastrag.evaluation.search_dataset import search_dataset
 from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.indexing.reading import FileRefused
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.schemas import MinimalSource
 from fastrag.server import schemas
@@ -40,6 +39,7 @@ from fastrag.server.schemas import (
     parsed,
 )
 from fastrag.server.services import Services, services
+from fastrag.server.texts import span_text
 
 #: The page and its assets (packaged with the Python sources).
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -73,10 +73,9 @@ async def healthz(s: App) -> dict[str, Any]:
         live = await run_in_threadpool(s.results.current)
     except ApiError as exc:
         live, error = None, str(exc)
-    root = f"{s.root}{os.sep}"
 
     def relative(text: str | None) -> str | None:
-        return None if text is None else text.replace(root, "")
+        return None if text is None else s.shown(text)
 
     return {
         "status": "ok",
@@ -110,12 +109,10 @@ async def span(s: App, args: SpanArgs) -> Response:
     name = args.path if indexed else s.confinement.display(s.confinement.check("path", args.path))
     if name not in live.paths:
         raise ApiError(404, f"{args.path} is not a file of the index")
-    found = await run_in_threadpool(s.texts.get, name)
-    if found is None:
-        raise ApiError(404, f"{name} cannot be read")
-    if args.end > len(found.text):
-        raise UserError(f"end {args.end} is past the end of {name} ({len(found.text)} characters)")
-    first, last = found.lines(args.start, args.end)
+    try:
+        text, first, last = await run_in_threadpool(span_text, s.texts, name, args.start, args.end)
+    except FileRefused as exc:  # swapped for a link, a FIFO, another content since it was indexed
+        raise ApiError(409, str(exc)) from None
     return json_response(
         encode(
             {
@@ -124,7 +121,7 @@ async def span(s: App, args: SpanArgs) -> Response:
                 "end": args.end,
                 "first_line": first,
                 "last_line": last,
-                "text": found.text[args.start : args.end],
+                "text": text,
             }
         )
     )

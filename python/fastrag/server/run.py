@@ -57,6 +57,8 @@ def serve(
     """
     import uvicorn
 
+    from fastrag.server.timeouts import server_config
+
     exposure = access_for(host, token, allowed_hosts)  # a bad token fails before the socket is bound
     sock = bind(host, port)
     app = create_app(index_dir, data_dir, model, allowed_hosts=exposure.allowed_hosts, access=exposure.access)
@@ -67,5 +69,4 @@ def serve(
     if live is None:
         print(f"fastrag: no index in {index_dir} yet: POST /index or run `python -m fastrag index`", file=sys.stderr)
     logging.getLogger("fastrag.server").addHandler(logging.StreamHandler(sys.stderr))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(app)).run(sockets=[sock])

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 from fastrag.arguments import path_arg
 from fastrag.errors import UsageError
 from fastrag.server.auth import Access
-from fastrag.server.errors import BodyTooLarge
+from fastrag.server.errors import BodyTooLarge, BodyTooSlow
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -32,6 +33,8 @@ App = Callable[[Scope, Receive, Send], Any]
 
 #: Largest request body accepted (bytes).
 MAX_BODY_BYTES = 1 << 20
+#: Seconds a client has to send a request's whole body (a 408 answer after that).
+BODY_TIMEOUT_S = 30.0
 
 SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
     (
@@ -107,9 +110,11 @@ class Guard:
         max_body: int = MAX_BODY_BYTES,
         allowed_hosts: Sequence[str] | None = None,
         access: Access | None = None,
+        body_timeout: float | None = None,
     ) -> None:
         self.app = app
         self.max_body = max_body
+        self.body_timeout = body_timeout  # None: BODY_TIMEOUT_S, read at each request
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower().strip("[]") for h in allowed_hosts)
         self.access = access or Access()
 
@@ -124,14 +129,28 @@ class Guard:
             return
         received = 0
         started = False
+        complete = False  # the whole body is in: waiting further is for a disconnect, never bounded
+        deadline: float | None = None
 
         async def bounded_receive() -> Message:
-            nonlocal received
-            message: Message = await receive()
+            nonlocal received, complete, deadline
+            if complete:
+                message: Message = await receive()
+                return message
+            loop = asyncio.get_running_loop()
+            bound = BODY_TIMEOUT_S if self.body_timeout is None else self.body_timeout
+            deadline = deadline if deadline is not None else loop.time() + bound
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise BodyTooSlow(bound) from None
             if message.get("type") == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body:
                     raise BodyTooLarge(self.max_body)
+                complete = not message.get("more_body", False)
+            else:
+                complete = True
             return message
 
         async def secured_send(message: Message) -> None:
@@ -143,7 +162,7 @@ class Guard:
 
         try:
             await self.app(scope, bounded_receive, secured_send)
-        except BodyTooLarge as exc:  # raised outside a route (a route's own handler answers 413 itself)
+        except (BodyTooLarge, BodyTooSlow) as exc:  # raised outside a route (a route's handler answers itself)
             if started:
                 raise
             await _send_error(send, exc.status, str(exc))

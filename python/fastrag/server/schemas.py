@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from starlette.requests import Request
 from typing_extensions import Self
 
-from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, integer_text, mode_arg, text_arg
+from fastrag.arguments import MIN_CHUNK_SIZE, bool_arg, int_arg, integer_text, mode_arg, replace_surrogates, text_arg
 from fastrag.config import (
     DEFAULT_K,
     DEFAULT_MAX_NEW_TOKENS,
@@ -384,12 +384,24 @@ def _json_object(body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        data = json.loads(body)
+        data = json.loads(body, object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise UsageError("the body is not valid JSON") from exc
     if not isinstance(data, dict):
         raise UsageError(f"the JSON body must be an object, got {type(data).__name__}")
-    return data
+    result: dict[str, Any] = replace_surrogates(data)  # "\ud800" is JSON, not text UTF-8 can carry
+    return result
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: ``{"k": 3, "k": 4}`` must not quietly mean one of
+    them (as ``k=3&k=4`` in a query string does not)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise UsageError(f"parameter {key!r} is given more than once")
+        found[key] = value
+    return found
 
 
 def parsed(model: type[RequestT]) -> Callable[[Request], Awaitable[RequestT]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,11 @@ class Services:
     results: SearchResults
     answerer: Answerer
     building: threading.Lock
+
+    def shown(self, text: str) -> str:
+        """``text`` (a message) with the project's folder left out of every path: relative paths, as on the
+        command line (a client needs no more of the machine's folders)."""
+        return text.replace(f"{self.root}{os.sep}", "")
 
 
 async def services(request: Request) -> Services:

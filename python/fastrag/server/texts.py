@@ -1,19 +1,20 @@
-"""The text of indexed files, found through the live index (else relative to the project root): span snippets
-and line numbers.
+"""The text of indexed files, read through the live index as they were indexed: span snippets and line
+numbers.
 
-Search results and cited spans are shown with their text and their line range; files are read once and
-kept in an LRU cache bounded by characters (cleared when the live index changes: offsets belong to it).
+Search results and cited spans are shown with their text and their line range; files are read once
+(:class:`~fastrag.indexing.reading.IndexedFiles`: a file swapped for a link, a FIFO or another content
+since it was indexed is refused) and kept in an LRU cache bounded by characters (cleared when the live
+index changes: offsets belong to it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from fastrag.answering.prompt import SpanReader
 from fastrag.errors import UserError
-from fastrag.indexing.corpus import read_text
+from fastrag.indexing.reading import refused_as_none
 from fastrag.server.cache import LruCache
 
 #: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
@@ -37,33 +38,40 @@ class FileText:
 
 
 class SourceTexts:
-    """Reads indexed files (:func:`~fastrag.indexing.corpus.read_text`, as the prompt does).
+    """Reads indexed files through ``read`` (:meth:`fastrag.server.live.LiveIndex.read`: as the live
+    index indexed them, else a :class:`~fastrag.indexing.reading.FileRefused`)."""
 
-    ``locate`` says where the file a result names is (see :meth:`fastrag.indexing.sources.Sources.locate`);
-    a relative answer, or a path when there is no ``locate``, is read under ``root``.
-    """
-
-    def __init__(
-        self, root: Path, max_chars: int = MAX_CACHED_CHARS, locate: Callable[[str], Path] | None = None
-    ) -> None:
-        self.root = root
-        self._locate = locate
+    def __init__(self, read: Callable[[str], str], max_chars: int = MAX_CACHED_CHARS) -> None:
+        self._read = read
         self._cache: LruCache[str, FileText] = LruCache(max_chars, lambda found: len(found.text) + 1)
 
-    def get(self, file_path: str) -> FileText | None:
-        """The file named as in the index (relative to the root, or absolute); ``None`` when unreadable."""
+    def text(self, file_path: str) -> FileText:
+        """The file named as in the index; a :class:`FileRefused` (naming it relative to its repository)
+        when it cannot be read as indexed."""
         found = self._cache.get(file_path)
         if found is None:
-            try:
-                found = FileText(read_text(self.root / (self._locate(file_path) if self._locate else file_path)))
-            except OSError:
-                return None
+            found = FileText(self._read(file_path))
             self._cache.put(file_path, found)
         return found
+
+    def get(self, file_path: str) -> FileText | None:
+        """:meth:`text`, or ``None`` when the file is refused."""
+        return refused_as_none(self.text, file_path)
 
     def clear(self) -> None:
         """Forget every file (the index changed: offsets may now refer to newer contents)."""
         self._cache.clear()
+
+
+def span_text(texts: SourceTexts, name: str, start: int, end: int) -> tuple[str, int, int]:
+    """The text of ``name[start:end]`` (a file of the live index) with its first and last line (1-based);
+    a :class:`FileRefused` when the file cannot be read as indexed, a :class:`UserError` when ``end`` is
+    past its end."""
+    found = texts.text(name)
+    if end > len(found.text):
+        raise UserError(f"end {end} is past the end of {name} ({len(found.text)} characters)")
+    first, last = found.lines(start, end)
+    return found.text[start:end], first, last
 
 
 class RootedSpanReader(SpanReader):
@@ -74,8 +82,5 @@ class RootedSpanReader(SpanReader):
         self._texts = texts
 
     def text(self, file_path: str) -> str:
-        """The whole decoded file; a :class:`UserError` when it cannot be read."""
-        found = self._texts.get(file_path)
-        if found is None:
-            raise UserError(f"cannot read source {file_path}")
-        return found.text
+        """The whole decoded file; a :class:`~fastrag.indexing.reading.FileRefused` when it cannot be read."""
+        return self._texts.text(file_path).text
