@@ -22,11 +22,11 @@ from fastrag.answering.grounding import (
     audit_answer,
     grounded_answer,
     grounded_prompt,
-    leading_key,
 )
 from fastrag.answering.prompt import EMPTY_ANSWER, Prompt, Source, SpanReader
 from fastrag.answering.support import Unit, judge, links, sentences, support, units
 from fastrag.indexing.corpus import read_as_written
+from fastrag.evaluation.answer_metrics import answer_text
 from fastrag.schemas import CITATION
 
 DOC = """# Automatic prefix caching
@@ -60,20 +60,21 @@ def prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Prompt:
 
 
 def _ground(raw: str, prompt: Prompt, key_lines: int = 1) -> Grounded:
-    """The ``lead`` answer with the first ``key_lines`` key lines (one: the model's sentences add something)."""
-    return grounded_answer(raw, replace(prompt, key_lines=prompt.key_lines[:key_lines]), "lead")
+    """The ``lead`` answer with the first ``key_lines`` key lines and no lead of source units (so that the
+    model's sentences add something)."""
+    return grounded_answer(raw, replace(prompt, key_lines=prompt.key_lines[:key_lines], lead=""), "lead")
 
 
 def _dropped(grounded: Grounded) -> dict[str, str]:
     return {v.unit.bare: str(v.reason) for v in grounded.dropped}
 
 
-def test_the_first_line_is_the_best_key_line_cited_and_no_blank_line_leads(prompt: Prompt) -> None:
-    done = _ground("\n\n\nSet enable_prefix_caching=True [1].", prompt, key_lines=3)
+def test_the_answer_leads_with_whole_cited_units_and_no_blank_line(prompt: Prompt) -> None:
+    done = grounded_answer("\n\n\nSet enable_prefix_caching=True [1].", prompt, "lead")
     first = done.answer.splitlines()[0]
-    best = prompt.key_lines[leading_key(prompt.key_lines)]
-    assert first == done.lead == f"{best.text} {best.citation}" and first.strip() == first
-    assert QUOTE_HEADER in done.answer and done.answer.index(QUOTE_HEADER) > len(first)
+    assert done.lead and done.answer.startswith(done.lead) and first.strip() == first
+    assert CITATION.search(first) and not answer_text(done.lead).endswith(":")
+    assert QUOTE_HEADER not in done.lead and audit_answer(done.lead, SpanReader(), QUESTION).support_rate == 1.0
 
 
 def test_a_supported_sentence_is_kept_and_cited(prompt: Prompt) -> None:
@@ -182,7 +183,8 @@ def _check_saved(indexed: Path, answer: str) -> None:
     first = answer.splitlines()[0]
     assert first.strip() and first == first.strip() and CITATION.search(first), answer
     path, start, end = CITATION.findall(first)[0]
-    assert (indexed / path).read_text(encoding="utf-8")[int(start) : int(end)] in first  # quoted word for word
+    quoted = (indexed / path).read_text(encoding="utf-8")[int(start) : int(end)]
+    assert " ".join(quoted.split()) in first  # quoted word for word (a sentence wrapped over lines on one)
     reader = SpanReader(lambda path: read_as_written(str(indexed / path)))
     audited = audit_answer(answer, reader)
     assert audited.units and audited.support_rate == 1.0, (audited, answer)

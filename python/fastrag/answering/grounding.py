@@ -36,6 +36,7 @@ from typing import Literal, get_args
 from fastrag import _core
 from fastrag.answering.citations import expand_citations, finish_answer
 from fastrag.answering.cleanup import answer_loops, clean_answer
+from fastrag.answering.lead import lead
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     EMPTY_ANSWER,
@@ -187,7 +188,7 @@ def grounded_prompt(
         return base
     keys = key_lines(question, base.excerpts, reader, similarity, n)
     text = render(messages(question, base.excerpts, keys[:PROMPT_KEY_LINES], GROUNDED_SYSTEM_PROMPT))
-    return Prompt(text, count([text])[0], base.excerpts, keys, question)
+    return Prompt(text, count([text])[0], base.excerpts, keys, lead(question, base.excerpts, reader), question)
 
 
 def quote(keys: Sequence[KeyLine]) -> str:
@@ -238,18 +239,16 @@ def grounded_answer(
     return Grounded(model if usable else quote(keys))
 
 
-def leading_key(keys: Sequence[KeyLine]) -> int:
-    """Which key line leads a ``lead`` answer: the best one that is not a Markdown heading (a heading names
-    a topic, it answers nothing), else the best one."""
-    return next((i for i, k in enumerate(keys) if not k.text.lstrip().startswith("#")), 0)
-
-
 def lead_line(prompt: Prompt) -> str:
-    """The first line of a ``lead`` answer: its :func:`leading_key` and its citation (empty without key lines)."""
-    if not prompt.key_lines:
-        return ""
-    key = prompt.key_lines[leading_key(prompt.key_lines)]
-    return f"{key.quoted} {key.citation}"
+    """The lead of a ``lead`` answer (:attr:`Prompt.lead`): whole units of the excerpts, cited; empty when
+    none matches the question."""
+    return prompt.lead
+
+
+def _quoted_keys(prompt: Prompt) -> list[KeyLine]:
+    """The key lines quoted under a ``lead`` answer: those the lead does not already hold."""
+    shown = content_words(answer_text(prompt.lead))
+    return [k for k in prompt.key_lines if _overlap(content_words(k.text), shown) <= NEAR_DUPLICATE or not shown]
 
 
 def model_units(raw: str, excerpts: Sequence[Excerpt]) -> list[Unit]:
@@ -306,8 +305,9 @@ def supported_units(
     repeats no key line nor earlier unit (more than :data:`NEAR_DUPLICATE` of its content words), and,
     when it ends with ``:``, the unit it introduces is shown too.
     """
-    keys = prompt.key_lines
-    seen = [content_words(k.text) for k in keys]
+    seen = [content_words(k.text) for k in prompt.key_lines]
+    if prompt.lead:
+        seen.append(content_words(answer_text(prompt.lead)))
     shown: list[tuple[Unit, list[Excerpt]]] = []
     dropped: list[Verdict] = []
     for unit in model_units(raw, prompt.excerpts):
@@ -355,14 +355,11 @@ def _lead_answer(raw: str, prompt: Prompt, threshold: float) -> Grounded:
     if not prompt.excerpts:
         return Grounded(NO_SOURCES_ANSWER)
     shown, dropped = supported_units(raw, prompt, threshold)
-    lead = lead_line(prompt)
-    keys = prompt.key_lines
-    rest = [k for i, k in enumerate(keys) if i != leading_key(keys)]
-    blocks = [lead, _render(shown), quote(rest)]
+    blocks = [prompt.lead, _render(shown), quote(_quoted_keys(prompt))]
     text = "\n\n".join(b for b in blocks if b)
     if not text:
         text = f"{EMPTY_ANSWER}\n\nSources: " + ", ".join(e.citation for e in prompt.excerpts[:3])
-    return Grounded(text, lead, tuple(dropped))
+    return Grounded(text, prompt.lead, tuple(dropped))
 
 
 #: Lines of a saved answer that claim nothing about the code base (skipped by :func:`audit_answer`).

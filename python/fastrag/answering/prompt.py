@@ -137,6 +137,9 @@ class Prompt:
     tokens: int
     excerpts: list[Excerpt] = field(default_factory=list)
     key_lines: list[KeyLine] = field(default_factory=list)
+    #: The lead of the answer: whole units of the excerpts chosen for the question, cited
+    #: (:func:`fastrag.answering.lead.lead`); empty when none matches it.
+    lead: str = ""
     #: The question asked (what an answer's sentence says beyond it must come from the sources).
     question: str = ""
 
