@@ -25,8 +25,8 @@ from fastrag.answering.grounding import (
 )
 from fastrag.answering.prompt import EMPTY_ANSWER, Prompt, Source, SpanReader
 from fastrag.answering.support import Unit, judge, links, sentences, support, units
-from fastrag.indexing.corpus import read_as_written
 from fastrag.evaluation.answer_metrics import answer_text
+from fastrag.indexing.corpus import read_as_written
 from fastrag.schemas import CITATION
 
 DOC = """# Automatic prefix caching
@@ -73,7 +73,7 @@ def test_the_answer_leads_with_whole_cited_units_and_no_blank_line(prompt: Promp
     done = grounded_answer("\n\n\nSet enable_prefix_caching=True [1].", prompt, "lead")
     first = done.answer.splitlines()[0]
     assert done.lead and done.answer.startswith(done.lead) and first.strip() == first
-    assert CITATION.search(first) and not answer_text(done.lead).endswith(":")
+    assert CITATION.search(done.lead.split("\n\n")[0]) and not answer_text(done.lead).endswith(":")
     assert QUOTE_HEADER not in done.lead and audit_answer(done.lead, SpanReader(), QUESTION).support_rate == 1.0
 
 
@@ -179,12 +179,13 @@ LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 
 
 def _check_saved(indexed: Path, answer: str) -> None:
-    """The saved answer leads with a cited source line and passes the independent check."""
-    first = answer.splitlines()[0]
+    """The saved answer leads with a cited source unit (a sentence, or a code block cited on the line after
+    it) and passes the independent check."""
+    first = answer.split("\n\n")[0]
     assert first.strip() and first == first.strip() and CITATION.search(first), answer
     path, start, end = CITATION.findall(first)[0]
     quoted = (indexed / path).read_text(encoding="utf-8")[int(start) : int(end)]
-    assert " ".join(quoted.split()) in first  # quoted word for word (a sentence wrapped over lines on one)
+    assert " ".join(quoted.split()) in " ".join(first.split())  # quoted word for word, blanks aside
     reader = SpanReader(lambda path: read_as_written(str(indexed / path)))
     audited = audit_answer(answer, reader)
     assert audited.units and audited.support_rate == 1.0, (audited, answer)
@@ -199,8 +200,8 @@ def test_answer_end_to_end_shows_only_supported_sentences(indexed: Path, tiny_gg
         "answer", LORA_QUESTION, "--k", "3", "--model", name, "--max_new_tokens", "24", "--show_dropped", cwd=indexed
     )  # fmt: skip
     assert result.code == 0 and "Traceback" not in result.err, result.err
-    first = result.out.splitlines()[0]
-    assert not first.startswith("#") and CITATION.search(first), result.out  # a cited source line, not a heading
+    first = result.out.split("\n\n")[0]
+    assert not first.startswith("#") and CITATION.search(first), result.out  # a cited source unit, not a heading
     saved = indexed / "data/output/search_results_and_answer" / answer_file(LORA_QUESTION)
     answer = json.loads(saved.read_text())["search_results"][0]["answer"]
     _check_saved(indexed, answer)

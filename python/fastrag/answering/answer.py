@@ -39,6 +39,7 @@ from fastrag.answering.grounding import (
     grounded_prompt,
     lead_line,
 )
+from fastrag.answering.lead import lead_model
 from fastrag.answering.model_files import ModelChoice, ModelSpec, choose_model
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
@@ -368,7 +369,18 @@ def partial_path(target: Path) -> Path:
 def _fingerprint(input_bytes: bytes, model: str, max_new_tokens: int, budget: int, semantic: bool) -> str:
     """Identity of a run: same input file, model and settings, or the partial progress is not reused."""
     digest = hashlib.sha256(input_bytes)
-    settings = [model, max_new_tokens, budget, semantic, PROMPT_VERSION, GROUNDING, KEY_LINES]
+    lead = lead_model()  # answers led by other weights are not reused
+    settings = [
+        model,
+        max_new_tokens,
+        budget,
+        semantic,
+        PROMPT_VERSION,
+        GROUNDING,
+        KEY_LINES,
+        lead.weights,
+        lead.budget,
+    ]
     digest.update(json.dumps(settings).encode())
     return digest.hexdigest()
 

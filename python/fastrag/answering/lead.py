@@ -27,7 +27,7 @@ from typing import Literal
 
 from fastrag import _core
 from fastrag.answering.prompt import Excerpt, SpanReader, cite
-from fastrag.answering.support import sentences
+from fastrag.answering.support import COMMENT, finished, sentences
 from fastrag.errors import UserError
 from fastrag.evaluation.answer_metrics import contains, key_terms
 from fastrag.retrieval.retriever import clean_query
@@ -49,7 +49,6 @@ _FENCE = "```"
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|=+\s*$|-+\s*$)")
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
-_COMMENT = re.compile(r"^\s*(?:#|//|--|/\*|\*|<!--|;)")
 _COMMAND = re.compile(
     r"(?:^|\n|`|\$ )\s*(?:vllm|pip3?|python3?|docker|uv|git|curl|export|bash|make|torchrun|huggingface-cli"
     r"|kubectl|helm|conda|nsys|lm_eval|ray|sudo)\b"
@@ -130,7 +129,7 @@ def _statements(lines: Sequence[tuple[int, str]]) -> list[tuple[int, int, str]]:
     i = 0
     while i < len(lines):
         start, line = lines[i]
-        if not line.strip() or _COMMENT.match(line) or sum(c.isalnum() for c in line) < 3:
+        if not line.strip() or COMMENT.match(line) or sum(c.isalnum() for c in line) < 3:
             i += 1
             continue
         j, depth = i, _balanced(line)
@@ -147,10 +146,16 @@ def _statements(lines: Sequence[tuple[int, str]]) -> list[tuple[int, int, str]]:
     return found
 
 
-def _prose(lines: Sequence[tuple[int, str]]) -> list[tuple[Kind, int, int, str]]:
+def _inside_block(text: str, first: int) -> bool:
+    """Whether character ``first`` of a Markdown ``text`` lies inside a fenced block (an odd number of fences
+    before it)."""
+    return sum(1 for line in text[:first].splitlines() if line.lstrip().startswith(_FENCE)) % 2 == 1
+
+
+def _prose(lines: Sequence[tuple[int, str]], inside: bool = False) -> list[tuple[Kind, int, int, str]]:
     """The units of Markdown lines: ``(kind, start, end, text)`` of sentences, rows and fenced blocks, in
     order; a sentence ending with ``:`` is kept only when a block follows it (then as ``intro``, the block
-    right after)."""
+    right after). ``inside``: the lines start inside a fenced block, whose rest is no unit."""
     found: list[tuple[Kind, int, int, str]] = []
     paragraph: list[tuple[int, str]] = []
 
@@ -168,10 +173,15 @@ def _prose(lines: Sequence[tuple[int, str]]) -> list[tuple[Kind, int, int, str]]
             if at < 0:
                 break
             cursor = at + len(sentence)
-            found.append(("sentence", start + at, start + cursor, " ".join(sentence.split())))
+            wrapped = any(at < a - start < cursor for a, _ in paragraph[1:])
+            if finished(sentence) or not wrapped:  # an unfinished text is whole only as a whole line
+                found.append(("sentence", start + at, start + cursor, " ".join(sentence.split())))
         paragraph.clear()
 
     i = 0
+    while inside and i < len(lines):  # the end of a block cut by the excerpt's start
+        inside = not lines[i][1].lstrip().startswith(_FENCE)
+        i += 1
     while i < len(lines):
         start, line = lines[i]
         stripped = line.strip()
@@ -240,7 +250,7 @@ def candidates(excerpts: Sequence[Excerpt], reader: SpanReader) -> list[LeadUnit
             if source_file:
                 raw += [("code", ((a, b),), (t,)) for a, b, t in _statements(lines)]
                 continue
-            units = _prose(lines)
+            units = _prose(lines, _inside_block(text, first))
             for i, (kind, a, b, t) in enumerate(units):
                 if kind == "intro":
                     block = units[i + 1]
@@ -336,27 +346,29 @@ def _overlap(a: set[str], b: set[str]) -> float:
 
 
 def choose(question: str, units: Sequence[LeadUnit], model: LeadModel) -> list[LeadUnit]:
-    """The units that lead, best first: the best one, then the next best while the words fit in the budget
-    (near duplicates of a chosen unit skipped). None when no unit shares a word with the question."""
+    """The units that lead the answer to ``question``, by ``model`` (:func:`pick`)."""
+    return pick(question, units, model.scores(question, units), model.budget)
+
+
+def pick(question: str, units: Sequence[LeadUnit], scores: Sequence[float], budget: int) -> list[LeadUnit]:
+    """The units that lead, best ``scores`` first: the best one, then the next best while the words fit in
+    ``budget`` (near duplicates of a chosen unit skipped). None when no unit shares a word with ``question``."""
     wanted = set(_core.tokenize(clean_query(question)))
-    scored = [
-        (s, i) for i, s in enumerate(model.scores(question, units)) if wanted & set(_core.tokenize(units[i].text))
-    ]
-    chosen: list[LeadUnit] = []
+    tokens = [set(_core.tokenize(u.text)) for u in units]
+    scored = [(s, i) for i, s in enumerate(scores) if wanted & tokens[i]]
+    chosen: list[int] = []
     words = 0
     for _, i in sorted(scored, key=lambda t: (-t[0], t[1])):
-        unit = units[i]
-        size = len(unit.text.split())
-        if chosen and words + size > model.budget:
+        size = len(units[i].text.split())
+        if chosen and words + size > budget:
             continue
-        own = set(_core.tokenize(unit.text))
-        if any(_overlap(own, set(_core.tokenize(c.text))) > NEAR_DUPLICATE for c in chosen):
+        if any(_overlap(tokens[i], tokens[j]) > NEAR_DUPLICATE for j in chosen):
             continue
-        chosen.append(unit)
+        chosen.append(i)
         words += size
-        if words >= model.budget:
+        if words >= budget:
             break
-    return chosen
+    return [units[i] for i in chosen]
 
 
 def render_lead(chosen: Sequence[LeadUnit]) -> str:
@@ -364,7 +376,7 @@ def render_lead(chosen: Sequence[LeadUnit]) -> str:
     parts: list[str] = []
     prose: list[str] = []
     for unit in chosen:
-        if unit.kind == "sentence":
+        if unit.kind == "sentence" and finished(unit.text):  # one that does not end as a sentence: its own line
             prose.append(unit.render())
             continue
         if prose:

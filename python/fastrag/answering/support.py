@@ -52,7 +52,8 @@ _SENTENCE_END = re.compile(r"[.!?](?:\s*" + CITATION.pattern + r")*(?=\s+(?!" + 
 _CITED = re.compile(r"\s*" + CITATION.pattern)
 _LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?[^)]*\)")
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]`\"']+")
-_COMMENT = re.compile(r"^\s*(?:#|//|--|/\*|\*|<!--|;)")
+#: A line of a code block that is a comment (``--`` only before a blank: ``--flag`` is code).
+COMMENT = re.compile(r"^\s*(?:#|//|--(?:\s|$)|/\*|\*|<!--|;)")
 #: How a finished sentence may end (after its citations are set aside).
 _FINISHED = tuple(".!?:;)\"'`*]…")
 ELLIPSIS = "…"
@@ -145,7 +146,7 @@ def code_lines(block: str) -> list[str]:
     inner = block.splitlines()[1:]
     if inner and inner[-1].strip().startswith(_FENCE):
         inner = inner[:-1]
-    return [line for line in inner if line.strip() and not _COMMENT.match(line)]
+    return [line for line in inner if line.strip() and not COMMENT.match(line)]
 
 
 def links(text: str) -> list[str]:
