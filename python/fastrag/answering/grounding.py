@@ -51,6 +51,7 @@ from fastrag.answering.prompt import (
     TokenCounter,
     build_prompt,
     messages,
+    shown_texts,
 )
 from fastrag.answering.support import SUPPORT_THRESHOLD, Audit, Unit, Verdict, audit, judge, units
 from fastrag.evaluation.answer_metrics import answer_text, contains, content_words, degenerate, key_terms
@@ -104,10 +105,8 @@ def _candidates(excerpts: Sequence[Excerpt], reader: SpanReader) -> list[KeyLine
     """Every line of the shown ranges (long lines split into sentences, cut at :data:`KEY_LINE_CHARS`)."""
     found: list[KeyLine] = []
     seen: set[str] = set()
-    for number, excerpt in enumerate(excerpts, 1):
-        path = excerpt.source.file_path
-        text = reader.text(path)
-        for first, last in excerpt.shown:
+    for number, path, text, shown in shown_texts(excerpts, reader):
+        for first, last in shown:
             offset = first
             for line in text[first:last].splitlines(keepends=True):
                 for a, b in _pieces(line):

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from fastrag import _core
-from fastrag.answering.prompt import Excerpt, SpanReader, cite
+from fastrag.answering.prompt import Excerpt, SpanReader, cite, shown_texts
 from fastrag.answering.support import COMMENT, finished, sentences
 from fastrag.errors import UserError
 from fastrag.evaluation.answer_metrics import contains, key_terms
@@ -240,12 +240,10 @@ def candidates(excerpts: Sequence[Excerpt], reader: SpanReader) -> list[LeadUnit
     """Every whole unit of the shown ranges of ``excerpts`` (module docstring), in the excerpts' order."""
     found: list[LeadUnit] = []
     seen: set[str] = set()
-    for number, excerpt in enumerate(excerpts, 1):
-        path = excerpt.source.file_path
-        text = reader.text(path)
+    for number, path, text, shown in shown_texts(excerpts, reader):
         source_file = PurePosixPath(path).suffix.lower() not in PROSE_SUFFIXES
         raw: list[tuple[Kind, tuple[tuple[int, int], ...], tuple[str, ...]]] = []
-        for first, last in excerpt.shown:
+        for first, last in shown:
             lines = _lines(text[first:last], first)
             if source_file:
                 raw += [("code", ((a, b),), (t,)) for a, b, t in _statements(lines)]

@@ -17,7 +17,7 @@ import bisect
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,6 +147,15 @@ class Prompt:
     def context(self) -> str:
         """The evidence text shown to the model (headers excluded)."""
         return "\n".join(e.text for e in self.excerpts)
+
+
+def shown_texts(
+    excerpts: Sequence[Excerpt], reader: SpanReader
+) -> Iterator[tuple[int, str, str, tuple[tuple[int, int], ...]]]:
+    """``(number, path, text of the file, shown ranges)`` of every excerpt, numbered from 1 as in the prompt."""
+    for number, excerpt in enumerate(excerpts, 1):
+        path = excerpt.source.file_path
+        yield number, path, reader.text(path), excerpt.shown
 
 
 def cite(file_path: str, start: int, end: int) -> str:
