@@ -419,8 +419,8 @@ def main() -> None:
         "out of fold": scores(pooled, vllm, indexes, pooled.fitted),
     }
     if args.lambdamart:
-        trees = {f: lambdamart(pooled, f) for f in range(args.folds)}
-        columns["LambdaMART, out of fold"] = scores(pooled, vllm, indexes, trees.__getitem__)
+        rankers = {f: lambdamart(pooled, f) for f in range(args.folds)}
+        columns["LambdaMART, out of fold"] = scores(pooled, vllm, indexes, rankers.__getitem__)
     columns["default mode, out of fold"] = searched(pooled, vllm, indexes, args.folds, repos, INDEX_ROOT)
     grid_line, _ = spread_grid(pooled, indexes, args.folds)
     relative = everything / everything[0]

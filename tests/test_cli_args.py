@@ -223,7 +223,7 @@ def test_help_of_every_command(name: str, capsys: pytest.CaptureFixture[str]) ->
 def test_help_shows_real_defaults_and_types(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "--vectors TEXT" in text and "(default: docs)" in text and "--max_chunk_size INT" in text
+    assert "--vectors TEXT" in text and "(default: none)" in text and "--max_chunk_size INT" in text
     assert main(["search", "-h"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--k INT how many spans (1..10). (default: 10)" in text

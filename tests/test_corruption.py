@@ -73,7 +73,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> tu
 
 
 def build(repo: Path, index_dir: Path, embedder: Embedder) -> None:
-    build_index(repo, index_dir, IndexParams(), display_root="repo", progress=False, embedder=embedder)
+    build_index(repo, index_dir, IndexParams(embed="docs"), display_root="repo", progress=False, embedder=embedder)
 
 
 def snapshot(index_dir: Path) -> Any:
@@ -318,7 +318,9 @@ def test_damage_through_the_command_line(
     gen = current_generation(clean)
     assert gen is not None
     damage(ix / (f"{gen.name}/{name}" if name not in (CURRENT_FILE, CACHE_FILE) else name))
-    args = ["search", "How do I load a LoRA adapter?"] if command == "search" else ["index", "--repo_path", "repo"]
+    args = ["search", "How do I load a LoRA adapter?"]
+    if command == "index":
+        args = ["index", "--repo_path", "repo", "--vectors", "docs"]
     result = run_cli(*args, cwd=tmp_path)
     assert "Traceback" not in result.err
     if expected is None:  # a damaged cache is dropped and rebuilt: never fatal

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import run_cli, write_repo
 from fastrag.faults import PAUSE_ENV
-from fastrag.indexing.builder import build_index
+from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import load_index
 from fastrag.retrieval.retriever import Retriever
 from test_cli import LORA_TRUTH, assert_one_line_error, write_dataset
@@ -235,7 +235,7 @@ def test_a_publication_beside_an_indexer_never_prunes_its_cache_mid_write(
             waited.append(other.is_alive())
 
     monkeypatch.setattr(storage, "pause_point", meanwhile)
-    report = build_index(repo, ix, display_root="repo", progress=False)
+    report = build_index(repo, ix, IndexParams(embed="docs"), display_root="repo", progress=False)
     other.join(timeout=60)
     assert waited == [True]  # the publication waited for the cache to be in place
     assert (ix / CACHE_FILE).is_file() and report.path == current_generation(ix)

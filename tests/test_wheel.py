@@ -80,7 +80,7 @@ def test_fresh_environment_indexes_searches_and_serves(installed: tuple[Path, di
     grepped = run(script, "grep", "pub fn encode", cwd=rust, env=env)
     assert grepped.stdout.startswith("store.rs:")
 
-    vectors = run(script, "index", cwd=axios, env=env)  # the default: Markdown embedded by the packaged model
+    vectors = run(script, "index", "--vectors", "docs", cwd=axios, env=env)  # Markdown embedded by the packaged model
     assert "vectors:" in vectors.stdout
     assert "lib/core/Axios.js:" in run(script, "definitions", "Axios", cwd=axios / "lib", env=env).stdout
     assert run(script, "search", "how do interceptors work", cwd=axios, env=env).stdout.strip()

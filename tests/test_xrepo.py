@@ -260,7 +260,7 @@ def test_report_tables_per_repository_language_and_category() -> None:
     assert "| **mean NDCG@10 over 3 repositories** | **0.500** | **0.667** | 0.800 |" in text
     assert "| r3 | ruby | 0.000 (no indexable files) | 1.000 | 0.800 | 0.50 / — / — / 5.00 |" in text
     assert "| r2 | go | 0.500 | 0.500 | 0.700 | 2.00 / 4.50 / 3.50 / 4.00 |" in text
-    assert "(docs vectors), sum · repositories no slower than semble | 7.00 s · 1 of 3 |" in text
+    assert "with docs vectors, sum · repositories no slower than semble | 7.00 s · 1 of 3 |" in text
     assert "asked as a full question" in text and "| 5.0 / 6.0 ms |" in text
     assert "| go | 2 | 0.750 | 0.500 | 0.800 |" in text
     assert "query latency p50, in-process, one query at a time | 2.0 ms | 20.0 ms |" in text

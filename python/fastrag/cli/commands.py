@@ -57,7 +57,7 @@ SCORE_NOTE = "(scores order this list only: fused ranks ~0.03, BM25 ~1; not comp
 class Commands(AgentCommands):
     """fastrag: retrieval-augmented generation for codebases."""
 
-    @example("index --repo_path data/raw/vllm-0.10.1 --vectors none")
+    @example("index --repo_path data/raw/vllm-0.10.1 --vectors docs")
     def index(
         self,
         *,

@@ -39,12 +39,13 @@ EMBED_MODES: dict[str, EmbedSpec | None] = {
     "docs+bridges": EmbedSpec(frozenset({".md", ".markdown", ".rst"}), bridges=True),
     "prose": EmbedSpec(frozenset({".md", ".markdown", ".rst", ".txt"})),
 }
-#: What `index` embeds unless told otherwise: the Markdown/reST chunks. Selected out of fold on the
-#: pooled public and dev questions (benches/cv_grid.py, the vector fusion row): hybrid search over
-#: them earns pooled docs recall@5 +.012 with code unchanged once the precision stage knows what
-#: each chunk defines; embedding them adds ~4 s to a cold index and ~0.7 s of model loading to a
-#: search process (benches/RESULTS.md, "Cross-validation"). ``none`` gives a lexical index.
-DEFAULT_EMBED = "docs"
+#: What `index` embeds unless told otherwise: nothing, a lexical index. With the ranker that reads what
+#: a query asks for (:mod:`fastrag.retrieval.precision`), fusing vectors of the Markdown/reST chunks
+#: (``docs``) cost pooled recall@5 out of fold at every fusion setting tried (docs .948 → .936, code
+#: .968 → .948 at the shipped fusion; reworded questions .642 against .644), and embedding them added
+#: ~4 s to a cold index and ~0.7 s of model loading to a search process (benches/RESULTS.md,
+#: "Cross-validation by repository"). ``docs`` and the other modes stay for those who want them.
+DEFAULT_EMBED = "none"
 #: Token budget of an embedded text (special tokens included).
 DEFAULT_EMBED_TOKENS = 128
 
