@@ -180,3 +180,8 @@ def _count(texts: Any) -> list[int]:
 
 def _render(msgs: Any) -> str:
     return "\n".join(m["content"] for m in msgs)
+
+
+def test_site_markup_is_no_unit(tmp_path: Path) -> None:
+    doc = '[](){ #nginx-anchor }\n\n--8<-- "docs/cli/json_tip.inc.md"\n\nThe server listens on port 8000.\n'
+    assert list(_texts(tmp_path, {"m.md": doc})) == ["The server listens on port 8000."]

@@ -49,6 +49,8 @@ _FENCE = "```"
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|=+\s*$|-+\s*$)")
 _TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]+\|[\s:|-]*$")
+#: Markup of the docs' site that says nothing to a reader: snippet includes and anchors.
+_MARKUP = re.compile(r"^\s*(?:--8<--|\[\]\(\)\{)")
 _COMMAND = re.compile(
     r"(?:^|\n|`|\$ )\s*(?:vllm|pip3?|python3?|docker|uv|git|curl|export|bash|make|torchrun|huggingface-cli"
     r"|kubectl|helm|conda|nsys|lm_eval|ray|sudo)\b"
@@ -198,7 +200,7 @@ def _prose(lines: Sequence[tuple[int, str]], inside: bool = False) -> list[tuple
                 found.append(("code", -1, -1, ""))  # a block cut by the excerpt: what introduces it has nothing
             i = j + 1
             continue
-        if not stripped or _HEADING.match(line) or _TABLE_RULE.match(line):
+        if not stripped or _HEADING.match(line) or _TABLE_RULE.match(line) or _MARKUP.match(line):
             flush()
         elif stripped.startswith("|"):
             flush()
