@@ -15,6 +15,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "raw" / "vllm-0.10.1"
 DATASETS = ROOT / "data" / "datasets"
+#: The data held beside the checkout (the xrepo trees, the held datasets): present in CI, absent in a fresh clone.
+SHARED = ROOT.parent / "shared"
+
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (``$CI`` set to a true value), where ``../shared`` must be present."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def shared_path(relative: str) -> Path:
+    """``../shared/RELATIVE`` for a test that needs it: skipped with the reason when it is absent outside CI
+    (a fresh clone has no ``../shared``), a failure when it is absent in CI."""
+    path = SHARED / relative
+    if not path.exists():
+        why = f"{path} is missing (the data held beside the checkout: ../shared)"
+        if in_ci():
+            pytest.fail(f"{why}; CI must provide it")
+        pytest.skip(why)
+    return path
 
 SAMPLE_FILES = {
     "pkg/engine.py": '''"""The engine."""

@@ -6,11 +6,10 @@ import hashlib
 import json
 from pathlib import Path
 
-import pytest
+from conftest import shared_path
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "data" / "public"
-SHARED_SETS = ROOT.parent / "shared" / "datasets"
 
 
 def listed() -> dict[str, str]:
@@ -30,8 +29,7 @@ def test_every_public_set_matches_its_checksum() -> None:
 
 def test_the_tracked_sets_are_the_shared_ones() -> None:
     """Beside ``../shared``, the copy never drifts from the sets it was taken from."""
-    if not SHARED_SETS.is_dir():
-        pytest.skip("no ../shared/datasets beside the checkout to compare with")
+    shared_sets = shared_path("datasets")
     for path in listed():
-        shared = SHARED_SETS / Path(path).relative_to("datasets")
+        shared = shared_sets / Path(path).relative_to("datasets")
         assert shared.read_bytes() == (PUBLIC / path).read_bytes(), path

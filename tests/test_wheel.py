@@ -4,7 +4,8 @@ Builds the wheel (``maturin build --release``: seconds once ``make install`` com
 it with ``uv pip install --offline`` into a new virtual environment (its dependencies as ``uv.lock`` pins
 them, from uv's cache), then, outside the checkout, in a copy
 of ``rust/`` and of one xrepo tree: ``fastrag index``, ``search``, ``definitions``, ``grep``, and
-``fastrag mcp`` driven by the official MCP client SDK.
+``fastrag mcp`` driven by the official MCP client SDK. The xrepo tree lies in ``../shared``: without it (a fresh
+clone) its test is skipped, in CI (``CI=true``) it fails.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.session import ClientSession
+from conftest import shared_path
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 ROOT = Path(__file__).resolve().parents[1]
-XREPO_TREE = ROOT.parent / "shared" / "xrepo" / "trees" / "axios.tar.gz"
+#: One xrepo tree (JavaScript with Markdown docs), held beside the checkout in ``../shared``.
+XREPO_TREE = "xrepo/trees/axios.tar.gz"
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -61,15 +64,24 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return script, env
 
 
+def test_fresh_environment_embeds_a_repository_with_docs(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """From inside a copied xrepo tree (``../shared``): the default index embeds its Markdown by the packaged model."""
+    tree = shared_path(XREPO_TREE)
+    script, env = installed
+    with tarfile.open(tree) as archive:
+        archive.extractall(tmp_path, filter="data")
+    axios = tmp_path / "axios"
+    vectors = run(script, "index", cwd=axios, env=env)
+    assert "vectors:" in vectors.stdout
+    assert "lib/core/Axios.js:" in run(script, "definitions", "Axios", cwd=axios / "lib", env=env).stdout
+    assert run(script, "search", "how do interceptors work", cwd=axios, env=env).stdout.strip()
+
+
 def test_fresh_environment_indexes_searches_and_serves(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    """From inside two copied repositories: index, search, definitions, grep; then MCP over stdio."""
+    """From inside a copy of ``rust/``: index, search, definitions, grep; then MCP over stdio."""
     script, env = installed
     rust = tmp_path / "rust"
     shutil.copytree(ROOT / "rust", rust)
-    assert XREPO_TREE.is_file(), f"{XREPO_TREE} is missing (the xrepo trees lie beside the clone in CI)"
-    with tarfile.open(XREPO_TREE) as archive:
-        archive.extractall(tmp_path, filter="data")
-    axios = tmp_path / "axios"
 
     built = run(script, "index", "--vectors", "none", cwd=rust, env=env)
     assert "indexed" in built.stdout and (rust / ".fastrag/index/CURRENT").is_file()
@@ -79,11 +91,6 @@ def test_fresh_environment_indexes_searches_and_serves(installed: tuple[Path, di
     assert defined.stdout.split("\n")[0].split()[1:3] == ["type", "Bm25Index"]
     grepped = run(script, "grep", "pub fn encode", cwd=rust, env=env)
     assert grepped.stdout.startswith("store.rs:")
-
-    vectors = run(script, "index", "--vectors", "docs", cwd=axios, env=env)  # Markdown embedded by the packaged model
-    assert "vectors:" in vectors.stdout
-    assert "lib/core/Axios.js:" in run(script, "definitions", "Axios", cwd=axios / "lib", env=env).stdout
-    assert run(script, "search", "how do interceptors work", cwd=axios, env=env).stdout.strip()
 
     params = StdioServerParameters(command=str(script), args=["mcp"], cwd=rust, env=env)
 
