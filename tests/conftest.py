@@ -35,6 +35,7 @@ def shared_path(relative: str) -> Path:
         pytest.skip(why)
     return path
 
+
 SAMPLE_FILES = {
     "pkg/engine.py": '''"""The engine."""
 

@@ -21,8 +21,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.session import ClientSession
-from conftest import shared_path
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from conftest import shared_path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: One xrepo tree (JavaScript with Markdown docs), held beside the checkout in ``../shared``.
@@ -64,7 +65,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return script, env
 
 
-def test_fresh_environment_embeds_a_repository_with_docs(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+def test_fresh_environment_embeds_a_repository_with_docs(
+    installed: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
     """From inside a copied xrepo tree (``../shared``): the default index embeds its Markdown by the packaged model."""
     tree = shared_path(XREPO_TREE)
     script, env = installed

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import SHARED, shared_path
 
 BENCHES = Path(__file__).resolve().parents[1] / "benches"
