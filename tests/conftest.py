@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,9 @@ def shared_path(relative: str) -> Path:
         pytest.skip(why)
     return path
 
+
+#: How long a server started by a test may take to say where it listens.
+START_TIMEOUT_S = 60
 
 SAMPLE_FILES = {
     "pkg/engine.py": '''"""The engine."""
@@ -135,6 +141,33 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 15, terminate: bo
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextmanager
+def running_server(root: Path, *flags: str) -> Iterator[str]:
+    """``python -m fastrag serve --port 0 *flags`` in ``root``; yields the address it serves (loopback)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "serve", "--port", "0", *flags],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"},
+    )
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    try:
+        line = first[0].strip() if first else ""
+        if not line.startswith(("fastrag serving on http://127.0.0.1:", "fastrag serving on http://0.0.0.0:")):
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"the server did not start: stdout {line!r}, stderr {err[-2000:]!r}")
+        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1]
+    finally:
+        stop_process(proc)
+    assert proc.returncode in (0, -15), proc.returncode
 
 
 def write_repo(root: Path, files: dict[str, str] = SAMPLE_FILES) -> Path:

@@ -89,6 +89,14 @@ def user_models_dir() -> Path:
     return Path(cache) / "fastrag" / "models"
 
 
+def models_dir_of(root: Path) -> Path:
+    """The models folder of a server whose paths are relative to ``root`` (``serve``, ``mcp``): ``root/data/models``
+    when ``root`` is fastrag's checkout (:func:`is_project_layout`), else the user's (:func:`user_models_dir`),
+    so that nothing but ``.fastrag/`` is ever written into a user's repository."""
+    absolute = Path(os.path.abspath(root))
+    return absolute / PROJECT_MODELS_DIR if is_project_layout(absolute) else user_models_dir()
+
+
 def index_dir_default(index_dir: object, repo_path: object = None) -> Path:
     """The index folder a command uses: ``index_dir`` when given; else ``data/processed`` when
     ``repo_path`` was given explicitly (the documented default); else the workspace's."""

@@ -30,7 +30,7 @@ from fastrag.cli.flags import (
     target_size,
 )
 from fastrag.cli.help import command_help, overview
-from fastrag.cli.places import index_arg, repo_and_index, served_index
+from fastrag.cli.places import index_arg, output_arg, repo_and_index, served_index
 from fastrag.cli.shards import index_shards
 from fastrag.cli.signatures import commands, example
 from fastrag.config import (
@@ -184,7 +184,7 @@ class Commands(AgentCommands):
         *,
         dataset_path: Path,
         k: int = DEFAULT_K,
-        save_directory: Path = DEFAULT_SEARCH_RESULTS_DIR,
+        save_directory: Path | None = None,
         index_dir: Path | None = None,
         mode: SearchMode = DEFAULT_MODE,
         path: str | None = None,
@@ -196,7 +196,8 @@ class Commands(AgentCommands):
         Args:
             dataset_path: a dataset JSON file (AnsweredQuestions or UnansweredQuestions).
             k: spans per question (1..10).
-            save_directory: folder of the output file (named after the dataset).
+            save_directory: folder of the output file, named after the dataset (default:
+                data/output/search_results in fastrag's checkout, else <repository>/.fastrag/output/search_results).
             index_dir: where the index lives (default: data/processed in fastrag's checkout, else
                 <repository>/.fastrag/index).
             mode: lexical, vector or hybrid.
@@ -212,7 +213,7 @@ class Commands(AgentCommands):
         target, n = search_dataset(
             path_arg("dataset_path", dataset_path),
             int_arg("k", k, 1, MAX_K),
-            path_arg("save_directory", save_directory),
+            output_arg("save_directory", save_directory, DEFAULT_SEARCH_RESULTS_DIR),
             where,
             progress=True,
             mode=mode_arg(mode),
@@ -345,7 +346,7 @@ class Commands(AgentCommands):
         self,
         *,
         student_search_results_path: Path,
-        save_directory: Path = DEFAULT_ANSWERS_DIR,
+        save_directory: Path | None = None,
         model: str | None = None,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -358,7 +359,8 @@ class Commands(AgentCommands):
 
         Args:
             student_search_results_path: output of search_dataset.
-            save_directory: folder of the output file.
+            save_directory: folder of the output file (default: data/output/search_results_and_answer in
+                fastrag's checkout, else <repository>/.fastrag/output/search_results_and_answer).
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on each answer's length in tokens (1..1024).
@@ -372,7 +374,7 @@ class Commands(AgentCommands):
         listed = bool_arg("show_dropped", show_dropped)
         report = answer_dataset(
             path_arg("student_search_results_path", student_search_results_path),
-            path_arg("save_directory", save_directory),
+            output_arg("save_directory", save_directory, DEFAULT_ANSWERS_DIR),
             None if model is None else text_arg("--model", model),
             limit,
             batch,

@@ -9,7 +9,14 @@ from typing import Any
 from fastrag.arguments import path_arg
 from fastrag.cli.flags import status
 from fastrag.errors import UsageError
-from fastrag.workspace import Workspace, default_index_note, index_dir_default, mark_state_dir
+from fastrag.workspace import (
+    PROJECT_INDEX_DIR,
+    STATE_DIR,
+    Workspace,
+    default_index_note,
+    index_dir_default,
+    mark_state_dir,
+)
 
 #: How ``--help`` names the defaults of ``--index_dir`` and ``--repo_path``.
 INDEX_DIR_HELP = "default: data/processed in fastrag's checkout, else <repository>/.fastrag/index"
@@ -26,6 +33,18 @@ def index_arg(index_dir: Any) -> Path:
     if note:
         status(note)
     return folder
+
+
+def output_arg(name: str, save_directory: Any, default: Path) -> Path:
+    """``--save_directory`` of a command that writes a dataset's output: as given; else ``default`` (relative to
+    the working directory) in fastrag's checkout, and ``<repository>/.fastrag/<default without data/>`` in a
+    repository, which fastrag writes nothing into but ``.fastrag/``."""
+    if save_directory is not None:
+        return path_arg(name, save_directory)
+    workspace = Workspace.detect()
+    if workspace.project or workspace.root is None:
+        return default
+    return workspace.root / STATE_DIR / default.relative_to(PROJECT_INDEX_DIR.parent)
 
 
 def repo_and_index(repo_path: Any, index_dir: Any) -> tuple[Path, Path, str | None]:
@@ -47,7 +66,7 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
     stderr (in fastrag's checkout: ``data/processed``, never built here)."""
     from fastrag.indexing.builder import build_index
     from fastrag.indexing.generations import current_generation
-    from fastrag.workspace import INDEX_SUBDIR, STATE_DIR, repository_root
+    from fastrag.workspace import INDEX_SUBDIR, repository_root
 
     if index_dir is not None:
         return index_arg(index_dir)

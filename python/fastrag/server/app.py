@@ -32,6 +32,7 @@ from fastrag.server.routes import ROUTERS, STATIC_DIR
 from fastrag.server.safety import MAX_BODY_BYTES, Confinement, Guard
 from fastrag.server.services import Services
 from fastrag.server.texts import SourceTexts
+from fastrag.workspace import models_dir_of
 
 
 def create_app(
@@ -49,13 +50,13 @@ def create_app(
 
     Paths given to the API must lie in ``data_dir``; they are relative to its parent, the project root
     (as result paths such as ``data/raw/vllm-0.10.1/README.md`` are). ``models_dir`` defaults to
-    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
+    ``data_dir/models`` in fastrag's checkout, else the user's cache (:func:`~fastrag.workspace.models_dir_of`); ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
     (see :class:`Guard` and :mod:`fastrag.server.auth`).
     """
     data = Path(os.path.abspath(data_dir))
     root = data.parent
     index = Path(os.path.abspath(index_dir))
-    models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
+    models = Path(os.path.abspath(models_dir)) if models_dir is not None else models_dir_of(root)
     live = LiveIndex(index, models)
     texts = SourceTexts(live.read)
     services = Services(

@@ -50,6 +50,7 @@ from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
 from fastrag.server.schemas import MAX_OFFSET, MAX_QUERY_CHARS, MAX_SPAN_CHARS
 from fastrag.server.texts import SourceTexts, span_text
+from fastrag.workspace import models_dir_of
 
 #: Results ``search`` returns unless asked.
 DEFAULT_TOOL_K = 5
@@ -76,7 +77,7 @@ class Tools:
     def __init__(self, index_dir: Path, data_dir: Path, model: str | None = None) -> None:
         data = Path(os.path.abspath(data_dir))
         self.root = data.parent
-        models = data / "models"
+        models = models_dir_of(self.root)  # never inside the user's repository
         self.live = LiveIndex(Path(os.path.abspath(index_dir)), models)
         self.texts = SourceTexts(self.live.read)  # as the HTTP API reads them
         self.results = SearchResults(self.live, self.texts)
