@@ -19,6 +19,7 @@ from fastrag.answering.citations import citations
 from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
+from fastrag.lines import line_range
 
 LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 QUESTIONS = [
@@ -113,7 +114,10 @@ def test_default_model_offline_falls_back_to_smollm2_and_says_why(indexed: Path)
     answer = record["search_results"][0]["answer"]
     cited = citations(answer)
     assert cited and all(path.startswith("repo/") and first < last for path, first, last in cited)
-    assert any(f"[{p}:{a}-{b}]" in result.out for p, a, b in cited)
+    # shown as lines of the file (saved as characters)
+    as_lines = {(p, a, b): line_range((indexed / p).read_text(), a, b) for p, a, b in cited}
+    assert any(f"[{p}:{first}-{last}]" in result.out for (p, _, _), (first, last) in as_lines.items()), result.out
+    assert not any(f"[{p}:{a}-{b}]" in result.out for (p, a, b), lines in as_lines.items() if (a, b) != lines)
 
 
 def test_explicit_model_that_cannot_be_had_never_falls_back(indexed: Path) -> None:

@@ -117,7 +117,7 @@ class Commands(AgentCommands):
 
             status(skipped_summary(report.skipped))
 
-    @example('search "How do I load a LoRA adapter at runtime?" --k 5 --path "docs/**"')
+    @example('search "how are errors reported" --k 5 --path "src/**"')
     @raw_text("query", "path", "lang", "repo")
     def search(
         self,
@@ -129,8 +129,10 @@ class Commands(AgentCommands):
         path: str | None = None,
         lang: str | None = None,
         repo: str | None = None,
+        json: bool = False,
     ) -> None:
-        """Print the k spans that best answer QUERY, each with its line that best matches QUERY.
+        """Print the k spans that best answer QUERY as path:first_line-last_line, each with its line that best
+        matches QUERY.
 
         Each span shows its score, which orders this list and nothing more: a fused reciprocal-rank
         score (about 0.02-0.04) when words and vectors both rank, a BM25-based one (about 1) when words
@@ -145,6 +147,8 @@ class Commands(AgentCommands):
             path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
             lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
             repo: of an index built with --repos, search only this shard (repeatable).
+            json: print the hits as one JSON array instead: path, character offsets start and end (as the
+                datasets' results give them), first_line, last_line, score.
         """
         from fastrag.retrieval.filters import SearchFilter
         from fastrag.retrieval.retriever import Retriever
@@ -152,27 +156,37 @@ class Commands(AgentCommands):
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
         chosen = SearchFilter.parse(globs(path), lang)
+        as_json = bool_arg("json", json)
         where = index_arg(index_dir)
         retriever = Retriever.open(where, repos=repo_names(repo, where))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
+        from fastrag.indexing.corpus import Skipped, skipped_summary
+        from fastrag.indexing.reading import FileRefused
+        from fastrag.retrieval.snippets import shown_hits
+
+        refused: dict[str, Skipped] = {}
+
+        def read(path: str) -> str:
+            """The file's text as indexed, from any working directory; a refused one noted (the location alone)."""
+            try:
+                return retriever.files.text(path)
+            except FileRefused as exc:  # swapped or changed since indexing
+                refused.setdefault(path, Skipped(exc.rel_path, exc.reason))
+                raise
+
+        shown = shown_hits(hits, read, text)
+        if as_json:
+            import json as json_module
+
+            print(json_module.dumps([hit.as_json() for hit in shown], ensure_ascii=False, indent=1))
+            return
         if not hits:
             status("no match")
             return
-        from fastrag.indexing.corpus import Skipped, skipped_summary
-        from fastrag.indexing.reading import FileRefused
-        from fastrag.retrieval.snippets import best_line
-
-        refused: dict[str, Skipped] = {}
-        for rank, hit in enumerate(hits, 1):
-            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.3g}")
-            try:
-                source = retriever.files.text(hit.file_path)  # as indexed, from any working directory
-            except FileRefused as exc:  # swapped or changed since indexing: the location alone
-                refused.setdefault(hit.file_path, Skipped(exc.rel_path, exc.reason))
-                continue
-            line = best_line(source, hit.start, hit.end, text)
-            if line:
-                print(f"      {line}")
+        for rank, hit in enumerate(shown, 1):
+            print(f"{rank:2d}. {hit.location}  score {hit.score:.3g}")
+            if hit.line:
+                print(f"      {hit.line}")
         if refused:
             status(f"no snippet from {skipped_summary(list(refused.values())).removeprefix('skipped ')}")
         print(SCORE_NOTE)
@@ -306,6 +320,7 @@ class Commands(AgentCommands):
             show_dropped: also list on stderr the sentences of the model's text not shown, each with why.
         """
         from fastrag.answering.answer import answer
+        from fastrag.lines import IndexTexts, cite_lines
 
         text = text_arg("the question", question)
         n = int_arg("k", k, 0, MAX_K)
@@ -314,23 +329,26 @@ class Commands(AgentCommands):
         listed = bool_arg("show_dropped", show_dropped)
         live = sys.stdout.isatty()
 
+        where = index_arg(index_dir)
+        texts = IndexTexts(where)  # citations are shown as lines (the saved answer keeps characters)
+
         def show(piece: str) -> None:
-            sys.stdout.write(piece)
+            sys.stdout.write(cite_lines(piece, texts))
             sys.stdout.flush()
 
         folder = None if save_directory is None else path_arg("save_directory", save_directory)
         result = answer(
-            text, n, name, index_arg(index_dir), folder, limit,
+            text, n, name, where, folder, limit,
             show if live else None, on_note=lambda note: status(f"fastrag: {note}"),
         )  # fmt: skip
         if live and result.load is not None:
             print()
         else:
-            print(result.body)
+            print(cite_lines(result.body, texts))
         if result.sources:
             print("\nSources:")
             for excerpt in result.cited:
-                print(f"  {excerpt.citation}")
+                print(f"  {cite_lines(excerpt.citation, texts)}")
         dropped_count(result.dropped)
         if listed:
             dropped_list(result.dropped)
