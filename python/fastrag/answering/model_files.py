@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def no_model_message(name: str) -> str:
     """The one-line error naming the three ways to provide a model."""
     return (
         f"model {name} is not available here: export it on a machine that reaches the hub "
-        f"(`uv sync --extra export`, then any `python -m fastrag answer` with --model {name} writes "
+        f"(`uv sync --extra export`, then any `fastrag answer` with --model {name} writes "
         f"{export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
         f"or an OpenVINO IR folder; or use the packaged --model {SMOLLM2_ALIAS}"
     )
@@ -91,6 +92,18 @@ class ModelChoice:
 
     spec: ModelSpec
     note: str | None = None
+
+
+#: The model notes this process has shown (:func:`note_once`).
+_NOTED: set[str] = set()
+
+
+def note_once(note: str | None, sink: Callable[[str], None] | None) -> None:
+    """Give ``note`` (which model answers and why) to ``sink`` the first time this process meets it only: a
+    server or a dataset run answering many questions says it once, not once per answer."""
+    if note is not None and sink is not None and note not in _NOTED:
+        _NOTED.add(note)
+        sink(note)
 
 
 def model_asked(model: str | None) -> str | None:

@@ -57,7 +57,7 @@ SCORE_NOTE = "(scores order this list only: fused ranks ~0.03, BM25 ~1; not comp
 class Commands(AgentCommands):
     """fastrag: retrieval-augmented generation for codebases."""
 
-    @example("index --repo_path data/raw/vllm-0.10.1 --vectors docs")
+    @example("index --vectors docs")
     def index(
         self,
         *,
@@ -286,7 +286,7 @@ class Commands(AgentCommands):
                 for s in retrieved[:3]:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
 
-    @example('answer "How do I load a LoRA adapter at runtime?" --k 5 --model smollm2')
+    @example('answer "How are errors reported?" --k 5 --model smollm2')
     @raw_text("question")
     def answer(
         self,

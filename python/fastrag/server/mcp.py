@@ -37,7 +37,7 @@ from typing_extensions import Self
 
 from fastrag.arguments import int_arg, mode_arg, replace_surrogates, text_arg
 from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
-from fastrag.errors import UsageError, UserError
+from fastrag.errors import UsageError, UserError, as_invoked
 from fastrag.indexing.generations import SHARDS_KEY
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
@@ -184,7 +184,7 @@ def _tool_call(work: Callable[[], ResultT]) -> ResultT:
         result: ResultT = encodable(work())
         return result
     except UserError as exc:
-        raise ToolError(encodable(" ".join(str(exc).split()))) from None
+        raise ToolError(encodable(" ".join(as_invoked(str(exc)).split()))) from None
 
 
 def encodable(value: Any) -> Any:
@@ -447,7 +447,7 @@ def run(
     sock = bind(host, port) if exposure is not None else None
     tools = Tools(index_dir, data_dir, model)
     if tools.live.peek() is None:
-        print(f"fastrag: no index in {index_dir} yet: run `python -m fastrag index`", file=sys.stderr)
+        print(as_invoked(f"fastrag: no index in {index_dir} yet: run `fastrag index`"), file=sys.stderr)
     elif watch:
         tools.agent.watch(index_dir)
     server = create_server(tools)
