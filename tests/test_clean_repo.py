@@ -23,6 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conftest import SAMPLE_FILES, payload, run_cli, running_server, write_repo
+from fastrag.config import version
 
 QUESTION = "How do I load a LoRA adapter dynamically?"
 
@@ -97,6 +98,8 @@ def test_every_command_and_tool_leaves_only_dot_fastrag(repo: Path, tmp_path: Pa
     with open(repo.parent / "mcp-stderr.txt", "w") as log:
         tools = anyio.run(every_tool, repo, log)
     assert tools["answer"]["answer"] and tools["index_status"]["files"] == len(SAMPLE_FILES)
+    assert tools["index_status"]["repository"] == "repo" and tools["index_status"]["version"] == version()
+    assert tools["server_version"] == version() != "unknown"
 
     assert git_status(repo) == ["!! .fastrag/"]
     models = Path(os.environ["XDG_CACHE_HOME"]) / "fastrag" / "models"
@@ -134,11 +137,12 @@ async def every_tool(repo: Path, log: TextIO) -> dict[str, Any]:
         "grep": {"pattern": "def "},
     }
     async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        started = await session.initialize()
         listed = {t.name for t in (await session.list_tools()).tools}
         assert listed == {*calls, "read_span"}
-        out = {name: payload(await session.call_tool(name, arguments)) for name, arguments in calls.items()}
+        out: dict[str, Any] = {n: payload(await session.call_tool(n, a)) for n, a in calls.items()}
         hit = out["search"]["hits"][0]
         span = {"path": hit["path"], "start": hit["start"], "end": hit["end"]}
         out["read_span"] = payload(await session.call_tool("read_span", span))
+        out["server_version"] = started.server_info.version
     return out

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fastrag.config import DEFAULT_INDEX_DIR
+from fastrag.config import DEFAULT_INDEX_DIR, version
 from fastrag.errors import UserError
 from fastrag.server.answers import Answerer
 from fastrag.server.auth import Access
@@ -79,7 +79,7 @@ def create_app(
     app = FastAPI(
         title="fastrag",
         summary="Retrieval-augmented generation over a codebase: search, answers with citations, indexing.",
-        version="0.1.0",
+        version=version(),
         docs_url=None,  # Swagger UI and ReDoc load from a CDN: the page must work offline
         redoc_url=None,
         openapi_url="/openapi.json",

@@ -36,9 +36,10 @@ from typing import Any, Literal, TypeVar
 from typing_extensions import Self
 
 from fastrag.arguments import int_arg, mode_arg, replace_surrogates, text_arg
-from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
+from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K, version
 from fastrag.errors import UsageError, UserError, as_invoked
 from fastrag.indexing.generations import SHARDS_KEY
+from fastrag.indexing.sources import repository_name
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.server.agent_tools import AgentTools
@@ -161,7 +162,9 @@ class Tools:
             "files": len(live.paths),
             "chunks": len(index.chunks),
             "vectors": int(index.manifest.get("vectors") or 0),
-            "repository": index.manifest.get("display_root"),
+            "repository": repository_name(index.manifest),
+            "repository_path": index.manifest.get("repo_path"),
+            "version": version(),
             "shards": [s.get("name") for s in shards] if isinstance(shards, list) else [],
             "model": self.answerer.name,
             "model_note": self.answerer.note,
@@ -355,7 +358,7 @@ def create_server(tools: Tools) -> Any:
                     RepliedReadStream(read_stream, write_stream), write_stream, low.create_initialization_options()
                 )
 
-    server = StrictServer(name="fastrag", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = StrictServer(name="fastrag", version=version(), instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
