@@ -133,6 +133,44 @@ def test_bad_input_is_one_line(repository: Path, args: tuple[str, ...], message:
     assert (repository / ".fastrag/index/CURRENT").read_text() == before
 
 
+def test_grep_exits_1_when_no_line_matches(repository: Path) -> None:
+    """As grep and rg: status 0 with matches, 1 with none (a plain note on stderr, nothing on stdout)."""
+    assert cli("index", "--vectors", "none", cwd=repository).code == 0
+    found = cli("grep", "class LLMEngine", cwd=repository)
+    assert found.code == 0 and found.out.startswith("pkg/engine.py:"), found.err
+    missed = cli("grep", "no_such_text_anywhere", cwd=repository)
+    assert (missed.code, missed.out) == (1, "") and missed.err_lines == ["fastrag: no match in 6 files"], missed.err
+
+
+def test_a_scripts_main_block_defines_nothing() -> None:
+    """``console = Console()`` in a module's ``if __name__ == "__main__":`` demo is a local variable of the
+    script, not a definition; module- and class-level names, and those under other ifs, stay definitions."""
+    source = """
+from rich.console import Console
+
+console = Console()
+if TYPE_CHECKING:
+    Alias = int
+
+
+class Live:
+    console = Console()
+
+    def run(self) -> None:
+        console = Console()
+
+
+if __name__ == "__main__":
+    console = Console()
+
+    def demo() -> None:
+        pass
+"""
+    found = [(s.name, s.kind, s.first) for s in file_symbols("live.py", source)[1:]]
+    assert found == [("console", "variable", 4), ("Alias", "variable", 6), ("Live", "class", 9),
+                     ("console", "variable", 10), ("run", "method", 12)]  # fmt: skip
+
+
 def test_symbols_of_each_parser() -> None:
     """Python (ast) and tree-sitter definitions: names, kinds, lines, signatures, parents."""
     python = file_symbols("pkg/engine.py", SAMPLE_FILES["pkg/engine.py"])

@@ -86,7 +86,6 @@ def test_every_command_and_tool_leaves_only_dot_fastrag(repo: Path, tmp_path: Pa
     answers = repo / ".fastrag/output/search_results_and_answer/dataset_docs_tiny.json"
     assert "answers scored" in ok("evaluate_answers", "--answers_path", str(answers), "--dataset_path", str(dataset),
                                   cwd=repo)  # fmt: skip
-    assert "mcpServers" in ok("mcp", "--print-config", "claude", cwd=repo)
 
     assert "watching" in watched(repo)
 

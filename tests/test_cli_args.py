@@ -223,6 +223,16 @@ def test_help_of_every_command(name: str, capsys: pytest.CaptureFixture[str]) ->
             assert f"default: {shown if flag.default is not None else 'none'})" in compact, (flag.name, compact)
 
 
+@pytest.mark.parametrize("name", list(KNOWN))
+def test_no_flag_text_is_cut(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every flag's whole text reaches --help (a docstring line the parser took for a new flag cut it)."""
+    for flag in KNOWN[name].flags:
+        assert flag.help.count("(") == flag.help.count(")") and flag.help.rstrip().endswith((".", ")")), flag
+    assert main([name, "--help"]) == 0
+    compact = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(flag.help.split()) in compact for flag in KNOWN[name].flags)
+
+
 def test_help_shows_real_defaults_and_types(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -40,6 +40,10 @@ class UserError(Exception):
         self.exit_code = exit_code
 
 
+class NoMatch(UserError):
+    """Nothing matched (``grep``): exit status 1, as grep and rg give, with a plain note rather than an error."""
+
+
 class UsageError(UserError):
     """A command-line argument has the wrong type or value."""
 

@@ -9,7 +9,7 @@ from fastrag.arguments import int_arg
 from fastrag.cli.flags import globs, raw_text, status
 from fastrag.cli.places import index_arg
 from fastrag.cli.signatures import example
-from fastrag.errors import UsageError
+from fastrag.errors import NoMatch, UsageError
 
 if TYPE_CHECKING:
     from fastrag.retrieval.lookup import IndexFiles
@@ -140,7 +140,8 @@ class AgentCommands:
         limit: int = 1000,
         index_dir: str | None = None,
     ) -> None:
-        r"""Print the lines of the indexed files that hold PATTERN, as path:line:text (like `rg -n`).
+        r"""Print the lines of the indexed files that hold PATTERN, as path:line:text (like `rg -n`); exit status 1
+        when no line matches (as grep and rg).
 
         A literal text unless --regex (the Rust regex crate's syntax, as ripgrep's). Example:
         fastrag grep "TODO" --lang python; fastrag grep "class \w+Error" --regex (flags after PATTERN)
@@ -168,8 +169,8 @@ class AgentCommands:
         for shown, line, content in found.matches:
             print(f"{shown}:{line}:{content}")
         if not found.matches:
-            status(f"no match in {found.files_searched} files")
-        elif found.total > len(found.matches):
+            raise NoMatch(f"no match in {found.files_searched} files")
+        if found.total > len(found.matches):
             status(f"{found.total - len(found.matches)} more lines (raise --limit)")
         _refuse_skipped(files, files.chosen(chosen))
 

@@ -46,7 +46,7 @@ from fastrag.config import (
     MAX_NEW_TOKENS,
     SearchMode,
 )
-from fastrag.errors import UsageError, UserError
+from fastrag.errors import NoMatch, UsageError, UserError
 from fastrag.indexing.records import DEFAULT_EMBED
 from fastrag.workspace import mark_state_dir
 
@@ -74,7 +74,7 @@ class Commands(AgentCommands):
         Args:
             max_chunk_size: largest chunk in characters (50..2000).
             repo_path: the repository to index (default: data/raw/vllm-0.10.1 in fastrag's checkout, else the
-                repository the working directory is in: the nearest folder above holding .git or .fastrag).
+                repository of the working directory, the nearest folder above holding .git or .fastrag).
             index_dir: where the index is written (default: data/processed in fastrag's checkout or with
                 --repo_path, else <repository>/.fastrag/index).
             vectors: which chunks get embedding vectors: docs (Markdown/reST), docs+bridges, prose (also .txt)
@@ -528,16 +528,19 @@ class Commands(AgentCommands):
             token: with http, the bearer token (as for serve: default $FASTRAG_TOKEN, else one generated and
                 printed on stderr when the host is not loopback).
             allowed_host: with http, a Host name the server answers to (repeatable; as for serve).
-            repo_path: serve this repository's index, <repository>/.fastrag/index, built on first use
-                (default: the working directory's repository).
-            print_config: print the configuration snippet of an agent (claude, cursor, codex, vscode) and exit.
+            repo_path: serve this repository's index, <repository>/.fastrag/index, built on first use (default:
+                the repository of the working directory).
+            print_config: print the configuration snippet of an agent (claude, cursor, codex, vscode) on stdout,
+                the file it goes into on stderr, and exit.
             watch: keep the index fresh while serving: every burst of file changes is one incremental
                 build (index_status says how fresh it is and which files are pending).
         """
         if print_config is not None:
-            from fastrag.cli.agent_config import agent_config
+            from fastrag.cli.agent_config import CLIENTS, agent_config
 
-            print(agent_config(print_config))
+            snippet, where = agent_config(print_config), CLIENTS[str(print_config).strip().lower()]
+            status(f"fastrag: put this in {where}")
+            print(snippet)
             return
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()
@@ -567,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
         fire.Fire(Commands(), command=[call.command, *call.argv], name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
+    except NoMatch as exc:
+        status(f"fastrag: {exc}")
+        return exc.exit_code
     except UserError as exc:
         status(f"fastrag: error: {exc}")
         return exc.exit_code
