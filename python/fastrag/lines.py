@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fastrag.schemas import CITATION
-
-if TYPE_CHECKING:
-    from fastrag.answering.prompt import SpanReader
 
 
 def line_range(text: str, start: int, end: int) -> tuple[int, int]:
@@ -41,28 +36,3 @@ def cite_lines(answer: str, text_of: Callable[[str], str | None]) -> str:
         return match.group(0) if text is None else f"[{shown_lines(path, text, start, end)}]"
 
     return CITATION.sub(lines, answer)
-
-
-class IndexTexts:
-    """The texts of the files the index in ``index_dir`` names (read where it recorded them, from any working
-    directory), each read once: ``None`` for a file that cannot be read. Called as ``texts(path)``."""
-
-    def __init__(self, index_dir: Path) -> None:
-        self._index_dir = index_dir
-        self._reader: SpanReader | None = None
-
-    def __call__(self, path: str) -> str | None:
-        """The text of the file results name ``path``; ``None`` when it (or the index) cannot be read."""
-        from fastrag.answering.prompt import SpanReader
-        from fastrag.errors import UserError
-        from fastrag.indexing.generations import current_generation, read_manifest
-        from fastrag.indexing.sources import Sources
-
-        try:
-            if self._reader is None:
-                generation = current_generation(self._index_dir)
-                locate = Sources.of(read_manifest(generation)).locate if generation is not None else Path
-                self._reader = SpanReader(locate)
-            return self._reader.text(path)
-        except UserError:
-            return None

@@ -320,7 +320,8 @@ class Commands(AgentCommands):
             show_dropped: also list on stderr the sentences of the model's text not shown, each with why.
         """
         from fastrag.answering.answer import answer
-        from fastrag.lines import IndexTexts, cite_lines
+        from fastrag.cli.places import IndexTexts
+        from fastrag.lines import cite_lines
 
         text = text_arg("the question", question)
         n = int_arg("k", k, 0, MAX_K)

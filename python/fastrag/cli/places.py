@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastrag.arguments import path_arg
 from fastrag.cli.flags import status
 from fastrag.errors import UsageError
+
+if TYPE_CHECKING:
+    from fastrag.answering.prompt import SpanReader
+
 from fastrag.workspace import (
     PROJECT_INDEX_DIR,
     STATE_DIR,
@@ -87,3 +91,28 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
         mark_state_dir(folder)
         status(f"fastrag: indexed {report.files} files into {report.chunks} chunks in {report.seconds:.1f} s")
     return folder
+
+
+class IndexTexts:
+    """The texts of the files the index in ``index_dir`` names (read where it recorded them, from any working
+    directory), each read once: ``None`` for a file that cannot be read. Called as ``texts(path)``."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self._index_dir = index_dir
+        self._reader: SpanReader | None = None
+
+    def __call__(self, path: str) -> str | None:
+        """The text of the file results name ``path``; ``None`` when it (or the index) cannot be read."""
+        from fastrag.answering.prompt import SpanReader
+        from fastrag.errors import UserError
+        from fastrag.indexing.generations import current_generation, read_manifest
+        from fastrag.indexing.sources import Sources
+
+        try:
+            if self._reader is None:
+                generation = current_generation(self._index_dir)
+                locate = Sources.of(read_manifest(generation)).locate if generation is not None else Path
+                self._reader = SpanReader(locate)
+            return self._reader.text(path)
+        except UserError:
+            return None
