@@ -64,8 +64,8 @@ def test_every_command_and_tool_leaves_only_dot_fastrag(repo: Path, tmp_path: Pa
     outside = tmp_path / "sets"  # a dataset lives where the user keeps it, here outside the repository
     dataset = outside / "dataset_docs_tiny.json"
     dataset.parent.mkdir()
-    truth = [{"question_id": "q1", "question": QUESTION, "sources": [{"file_path": "docs/lora.md",
-              "first_character_index": 0, "last_character_index": 120}], "answer": "POST /v1/load_lora_adapter"}]  # fmt: skip
+    source = {"file_path": "docs/lora.md", "first_character_index": 0, "last_character_index": 120}
+    truth = [{"question_id": "q1", "question": QUESTION, "sources": [source], "answer": "POST /v1/load_lora_adapter"}]
     dataset.write_text(json.dumps({"rag_questions": truth}))
     package = repo / "pkg"
 

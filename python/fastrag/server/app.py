@@ -50,8 +50,9 @@ def create_app(
 
     Paths given to the API must lie in ``data_dir``; they are relative to its parent, the project root
     (as result paths such as ``data/raw/vllm-0.10.1/README.md`` are). ``models_dir`` defaults to
-    ``data_dir/models`` in fastrag's checkout, else the user's cache (:func:`~fastrag.workspace.models_dir_of`); ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
-    (see :class:`Guard` and :mod:`fastrag.server.auth`).
+    ``data_dir/models`` in fastrag's checkout, else the user's cache (:func:`~fastrag.workspace.models_dir_of`);
+    ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token (see :class:`Guard` and
+    :mod:`fastrag.server.auth`).
     """
     data = Path(os.path.abspath(data_dir))
     root = data.parent
