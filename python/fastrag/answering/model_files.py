@@ -82,8 +82,8 @@ def no_model_message(name: str) -> str:
     """The one-line error naming the three ways to provide a model."""
     return (
         f"model {name} is not available here: export it on a machine that reaches the hub "
-        f"(`uv sync --extra export`, then any `fastrag answer` with --model {name} writes "
-        f"{export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
+        f"(`pip install 'fastrag[export]'` or `uv sync --extra export`, then any `fastrag answer` with --model "
+        f"{name} writes {export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
         f"or an OpenVINO IR folder; or use the packaged --model {SMOLLM2_ALIAS}"
     )
 
@@ -295,7 +295,10 @@ def export_model(name: str, target: Path) -> None:
     temporary sibling folder, then renames it into place, so an interrupted export leaves nothing behind.
     """
     if not _export_installed():
-        raise UserError(f"exporting {name} needs optimum-intel: run `uv sync --extra export` (it brings torch)")
+        raise UserError(
+            f"exporting {name} needs optimum-intel: `pip install 'fastrag[export]'` or `uv sync --extra export` "
+            "(it brings torch)"
+        )
     work = staging_dir(target)
     command = [
         sys.executable, "-m", "optimum.commands.optimum_cli", "export", "openvino",
