@@ -6,6 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import shared_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,3 +35,21 @@ def test_the_tracked_sets_are_the_shared_ones() -> None:
     for path in listed():
         shared = shared_sets / Path(path).relative_to("datasets")
         assert shared.read_bytes() == (PUBLIC / path).read_bytes(), path
+
+
+def test_what_needs_shared_skips_without_it_and_fails_in_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone (no ``../shared``) skips with the reason; CI (``CI=true``) must have it, so fails."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "SHARED", tmp_path)
+    (tmp_path / "datasets").mkdir()
+    assert shared_path("datasets") == tmp_path / "datasets"
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="xrepo/repos.json is missing"):
+        shared_path("xrepo/repos.json")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must provide it"):
+        shared_path("xrepo/repos.json")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        shared_path("xrepo/repos.json")
