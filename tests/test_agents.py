@@ -73,6 +73,12 @@ def test_workspace_layouts(tmp_path: Path, repository: Path) -> None:
     loose = tmp_path / "loose"
     loose.mkdir()
     assert Workspace.detect(loose).root == loose  # no repository above: the folder itself
+    science = tmp_path / "science"  # a data-science layout is a repository, not fastrag's checkout
+    for folder in ("data/raw", "data/processed", "data/models", ".git"):
+        (science / folder).mkdir(parents=True)
+    assert not Workspace.detect(science).project and Workspace.detect(science).root == science
+    (science / "data/processed/CURRENT").write_text("gen-0\n")  # a fastrag index there: the exercise's layout
+    assert Workspace.detect(science).project
 
 
 def test_index_and_search_from_inside_a_repository(repository: Path) -> None:

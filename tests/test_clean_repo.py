@@ -145,3 +145,17 @@ async def every_tool(repo: Path, log: TextIO) -> dict[str, Any]:
         out["read_span"] = payload(await session.call_tool("read_span", span))
         out["server_version"] = started.server_info.version
     return out
+
+
+def test_a_data_science_repository_is_not_taken_for_fastrags_checkout(repo: Path) -> None:
+    """``data/raw``, ``data/processed``, ``data/models`` of the user's own: fastrag writes beside them in
+    ``.fastrag/`` only, never into them."""
+    for folder in ("data/raw", "data/processed", "data/models"):
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / "keep.txt").write_text("the user's\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "data")
+    assert "indexed" in ok("index", "--vectors", "none", cwd=repo)
+    assert "engine.py" in ok("search", "load lora adapter", "--k", "3", cwd=repo / "data")
+    assert git_status(repo) == ["!! .fastrag/"]
+    assert sorted(p.name for p in (repo / "data/processed").iterdir()) == ["keep.txt"]
