@@ -11,7 +11,7 @@ from fastrag.cli.flags import status
 from fastrag.errors import UsageError
 
 if TYPE_CHECKING:
-    from fastrag.answering.prompt import SpanReader
+    from fastrag.indexing.reading import IndexedFiles
 
 from fastrag.workspace import (
     PROJECT_INDEX_DIR,
@@ -94,25 +94,23 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
 
 
 class IndexTexts:
-    """The texts of the files the index in ``index_dir`` names (read where it recorded them, from any working
-    directory), each read once: ``None`` for a file that cannot be read. Called as ``texts(path)``."""
+    """The texts of the files the index in ``index_dir`` names, read as indexed (from any working directory,
+    :class:`~fastrag.indexing.reading.IndexedFiles`; the index opened on the first call): ``None`` for a file
+    (or an index) that cannot be read. Called as ``texts(path)``."""
 
     def __init__(self, index_dir: Path) -> None:
         self._index_dir = index_dir
-        self._reader: SpanReader | None = None
+        self._files: IndexedFiles | None = None
 
     def __call__(self, path: str) -> str | None:
         """The text of the file results name ``path``; ``None`` when it (or the index) cannot be read."""
-        from fastrag.answering.prompt import SpanReader
         from fastrag.errors import UserError
-        from fastrag.indexing.generations import current_generation, read_manifest
-        from fastrag.indexing.sources import Sources
+        from fastrag.indexing.catalog import open_index
+        from fastrag.indexing.reading import IndexedFiles
 
         try:
-            if self._reader is None:
-                generation = current_generation(self._index_dir)
-                locate = Sources.of(read_manifest(generation)).locate if generation is not None else Path
-                self._reader = SpanReader(locate)
-            return self._reader.text(path)
+            if self._files is None:
+                self._files = IndexedFiles(open_index(self._index_dir))
+            return self._files.text(path)
         except UserError:
             return None
