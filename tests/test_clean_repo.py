@@ -69,7 +69,7 @@ def test_every_command_and_tool_leaves_only_dot_fastrag(repo: Path, tmp_path: Pa
     dataset.write_text(json.dumps({"rag_questions": truth}))
     package = repo / "pkg"
 
-    assert "indexed" in ok("index", cwd=package)
+    assert "vectors:" in ok("index", "--vectors", "docs", cwd=package)  # the embedder's files too
     assert "engine.py" in ok("search", "load lora adapter", "--k", "3", cwd=package)
     assert "LLMEngine" in ok("definitions", "LLMEngine", cwd=package)
     assert "engine.py" in ok("references", "add_request", cwd=repo)

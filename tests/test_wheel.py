@@ -123,13 +123,13 @@ def test_the_install_is_light(installed: Installed) -> None:
 
 
 def test_fresh_environment_embeds_a_repository_with_docs(installed: Installed, tmp_path: Path) -> None:
-    """From inside a copied xrepo tree (``../shared``): the default index embeds its Markdown by the packaged model."""
+    """From inside a copied xrepo tree (``../shared``): ``--vectors docs`` embeds its Markdown by the packaged model."""
     tree = shared_path(XREPO_TREE)
     script, env = installed.script, installed.env
     with tarfile.open(tree) as archive:
         archive.extractall(tmp_path, filter="data")
     axios = tmp_path / "axios"
-    vectors = run(script, "index", cwd=axios, env=env)
+    vectors = run(script, "index", "--vectors", "docs", cwd=axios, env=env)
     assert "vectors:" in vectors.stdout
     assert "lib/core/Axios.js:" in run(script, "definitions", "Axios", cwd=axios / "lib", env=env).stdout
     assert run(script, "search", "how do interceptors work", cwd=axios, env=env).stdout.strip()
@@ -146,7 +146,7 @@ def test_fresh_environment_indexes_searches_answers_and_serves(installed: Instal
     for step in (["init", "--quiet"], ["add", "."], ["commit", "--quiet", "-m", "copy"]):
         run(*git, *step, cwd=rust, env=env)
 
-    built = run(script, "index", cwd=rust, env=env)  # the default: Markdown embedded (the cached tokenizer)
+    built = run(script, "index", "--vectors", "docs", cwd=rust, env=env)  # Markdown embedded: the cached tokenizer
     assert "indexed" in built.stdout and "vectors:" in built.stdout and (rust / ".fastrag/index/CURRENT").is_file()
     found = run(script, "search", "checksum of the stored index", "--k", "3", cwd=rust / "bm25", env=env)
     assert " store.rs:" in found.stdout
