@@ -168,11 +168,11 @@ class AgentCommands:
         found = grep(files, text, regex=as_regex, ignore_case=folded, search_filter=chosen, limit=n)
         for shown, line, content in found.matches:
             print(f"{shown}:{line}:{content}")
-        if not found.matches:
-            raise NoMatch(f"no match in {found.files_searched} files")
         if found.total > len(found.matches):
             status(f"{found.total - len(found.matches)} more lines (raise --limit)")
-        _refuse_skipped(files, files.chosen(chosen))
+        _refuse_skipped(files, files.chosen(chosen))  # files not searched: an error, matches or not
+        if not found.matches:
+            raise NoMatch(f"no match in {found.files_searched} files")
 
     @example("watch --repo_path .")
     def watch(self, *, repo_path: str | None = None, index_dir: str | None = None, vectors: str | None = None) -> None:
