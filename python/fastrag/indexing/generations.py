@@ -90,7 +90,7 @@ SELF_CHECKSUM_KEY = "manifest_sha256"
 _CORE_MAGIC = b"FRBM25\0\x01"
 _CORE_HEADER_BYTES = 24
 #: What to do about an index that fails a check.
-REBUILD_HINT = "run `python -m fastrag index` to rebuild it"
+REBUILD_HINT = "run `fastrag index` to rebuild it"
 #: Serialises the first loads of vector indexes (:attr:`LoadedIndex.vectors`).
 _VECTORS_LOCK = threading.Lock()
 #: The manifest of shards loaded as one index (:func:`fastrag.indexing.catalog.merge_shards`) lists them
@@ -543,7 +543,7 @@ def load_index(index_dir: Path) -> LoadedIndex:
     :class:`UserError` when impossible."""
     gen = current_generation(index_dir)
     if gen is None:
-        raise UserError(f"no index in {index_dir}: run `python -m fastrag index` to build it")
+        raise UserError(f"no index in {index_dir}: run `fastrag index` to build it")
     manifest = read_manifest(gen)
     try:
         raw = verified_json(gen, manifest, CHUNKS_TABLE)
