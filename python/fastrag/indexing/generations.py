@@ -202,11 +202,13 @@ def claim_index_dir(index_dir: Path) -> None:
         )
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
     except OSError as exc:
-        if marker.is_file():  # another run claimed the folder at the same moment (and swept our temporary file)
-            return
         raise UserError(f"cannot write to index directory {index_dir}: {exc.strerror or exc}") from exc
+    try:
+        write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
+    except UserError:
+        if not marker.is_file():  # else another run claimed the folder at the same moment (and swept our temporary file)
+            raise
 
 
 def clean_leftovers(index_dir: Path) -> None:
