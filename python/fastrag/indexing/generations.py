@@ -207,7 +207,8 @@ def claim_index_dir(index_dir: Path) -> None:
     try:
         write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
     except UserError:
-        if not marker.is_file():  # else another run claimed the folder at the same moment (and swept our temporary file)
+        # the marker there means another run claimed the folder at the same moment (and swept our temporary file)
+        if not marker.is_file():
             raise
 
 
