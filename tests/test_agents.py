@@ -73,6 +73,12 @@ def test_workspace_layouts(tmp_path: Path, repository: Path) -> None:
     loose = tmp_path / "loose"
     loose.mkdir()
     assert Workspace.detect(loose).root == loose  # no repository above: the folder itself
+    science = tmp_path / "science"  # a data-science layout is a repository, not fastrag's checkout
+    for folder in ("data/raw", "data/processed", "data/models", ".git"):
+        (science / folder).mkdir(parents=True)
+    assert not Workspace.detect(science).project and Workspace.detect(science).root == science
+    (science / "data/processed/CURRENT").write_text("gen-0\n")  # a fastrag index there: the exercise's layout
+    assert Workspace.detect(science).project
 
 
 def test_index_and_search_from_inside_a_repository(repository: Path) -> None:
@@ -131,6 +137,44 @@ def test_bad_input_is_one_line(repository: Path, args: tuple[str, ...], message:
     assert result.code == 2 and len(result.err_lines) == 1, result.err
     assert result.err_lines[0].startswith("fastrag: error: ") and message in result.err_lines[0]
     assert (repository / ".fastrag/index/CURRENT").read_text() == before
+
+
+def test_grep_exits_1_when_no_line_matches(repository: Path) -> None:
+    """As grep and rg: status 0 with matches, 1 with none (a plain note on stderr, nothing on stdout)."""
+    assert cli("index", "--vectors", "none", cwd=repository).code == 0
+    found = cli("grep", "class LLMEngine", cwd=repository)
+    assert found.code == 0 and found.out.startswith("pkg/engine.py:"), found.err
+    missed = cli("grep", "no_such_text_anywhere", cwd=repository)
+    assert (missed.code, missed.out) == (1, "") and missed.err_lines == ["fastrag: no match in 6 files"], missed.err
+
+
+def test_a_scripts_main_block_defines_nothing() -> None:
+    """``console = Console()`` in a module's ``if __name__ == "__main__":`` demo is a local variable of the
+    script, not a definition; module- and class-level names, and those under other ifs, stay definitions."""
+    source = """
+from rich.console import Console
+
+console = Console()
+if TYPE_CHECKING:
+    Alias = int
+
+
+class Live:
+    console = Console()
+
+    def run(self) -> None:
+        console = Console()
+
+
+if __name__ == "__main__":
+    console = Console()
+
+    def demo() -> None:
+        pass
+"""
+    found = [(s.name, s.kind, s.first) for s in file_symbols("live.py", source)[1:]]
+    assert found == [("console", "variable", 4), ("Alias", "variable", 6), ("Live", "class", 9),
+                     ("console", "variable", 10), ("run", "method", 12)]  # fmt: skip
 
 
 def test_symbols_of_each_parser() -> None:

@@ -19,6 +19,7 @@ from fastrag.answering.citations import citations
 from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import model_name
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
+from fastrag.lines import line_range
 
 LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
 QUESTIONS = [
@@ -113,7 +114,32 @@ def test_default_model_offline_falls_back_to_smollm2_and_says_why(indexed: Path)
     answer = record["search_results"][0]["answer"]
     cited = citations(answer)
     assert cited and all(path.startswith("repo/") and first < last for path, first, last in cited)
-    assert any(f"[{p}:{a}-{b}]" in result.out for p, a, b in cited)
+    # shown as lines of the file (saved as characters)
+    as_lines = {(p, a, b): line_range((indexed / p).read_text(), a, b) for p, a, b in cited}
+    assert any(f"[{p}:{first}-{last}]" in result.out for (p, _, _), (first, last) in as_lines.items()), result.out
+    assert not any(f"[{p}:{a}-{b}]" in result.out for (p, a, b), lines in as_lines.items() if (a, b) != lines)
+
+
+def test_the_model_note_is_said_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server or a dataset run answering many questions says which model answers and why once, not per answer."""
+    from fastrag.answering import answer as answering
+    from fastrag.answering import model_files
+
+    monkeypatch.setattr(model_files, "_NOTED", set())
+    spec = model_files.ModelSpec("smollm2", "gguf", Path("x.gguf"))
+    monkeypatch.setattr(answering, "choose_model", lambda model: model_files.ModelChoice(spec, "fell back: why"))
+    said: list[str] = []
+    for _ in range(3):
+        assert answering._chosen(None, said.append).spec == spec
+    model_files.note_once("another reason", said.append)
+    assert said == ["fell back: why", "another reason"]
+
+
+def test_no_model_note_when_nothing_is_answered(indexed: Path) -> None:
+    """Nothing found: the fixed answer, and no word of a model that did not answer."""
+    result = run_cli("answer", "zqxjkv wvutsrq", "--k", "3", "--max_new_tokens", "8", cwd=indexed)
+    assert result.code == 0, result.err
+    assert "not exported" not in result.err and "SmolLM2" not in result.err, result.err
 
 
 def test_explicit_model_that_cannot_be_had_never_falls_back(indexed: Path) -> None:

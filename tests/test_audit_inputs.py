@@ -120,9 +120,9 @@ def test_grep_reports_the_files_it_could_not_read(indexed: Path) -> None:
     result = run_cli("grep", "adapter", cwd=indexed)
     assert result.code == 1 and "Traceback" not in result.err, result.err
     assert "repo/docs/lora.md:" in result.out  # what could be read is still searched
-    assert result.err_lines[-1] == (
-        "fastrag: error: skipped 2 files: docs/install.md (No such file or directory), pkg/sampling.py "
-        "(changed since it was indexed: run `fastrag index` again) (not searched: run `fastrag index` again)"
+    assert result.err_lines[-1] == (  # the suggested command as it was started: python -m fastrag
+        "fastrag: error: skipped 2 files: docs/install.md (No such file or directory), pkg/sampling.py (changed "
+        "since it was indexed: run `python -m fastrag index` again) (not searched: run `python -m fastrag index` again)"
     )
 
 

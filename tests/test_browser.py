@@ -9,25 +9,19 @@ open their span), not wording.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import stop_process, write_repo
+from conftest import in_ci, running_server, write_repo
 from fastrag.indexing.builder import build_index
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 INSTALL_HINT = "install them with `apt-get install -y chromium chromium-driver` (.ci/run does)"
-START_TIMEOUT_S = 60
 WAIT_S = 60
 
 
@@ -38,7 +32,7 @@ def browser_paths() -> tuple[Path, Path]:
     missing = [str(p) for p in (browser, driver) if not p.exists()]
     if missing:
         reason = f"{' and '.join(missing)} missing: {INSTALL_HINT}"
-        if os.environ.get("CI"):
+        if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
     return browser, driver
@@ -51,33 +45,6 @@ def server(tmp_path: Path, tiny_gguf: Path) -> Iterator[str]:
     build_index(tmp_path / "data/raw/repo", tmp_path / "data/processed", display_root="data/raw/repo", progress=False)
     with running_server(tmp_path, "--model", str(tiny_gguf)) as address:
         yield address
-
-
-@contextmanager
-def running_server(root: Path, *flags: str) -> Iterator[str]:
-    """``python -m fastrag serve --port 0 *flags`` in ``root``; yields the address it serves (loopback)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fastrag", "serve", "--port", "0", *flags],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"},
-    )
-    first: list[str] = []
-    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT_S)
-    try:
-        line = first[0].strip() if first else ""
-        if not line.startswith(("fastrag serving on http://127.0.0.1:", "fastrag serving on http://0.0.0.0:")):
-            proc.kill()
-            _, err = proc.communicate(timeout=10)
-            pytest.fail(f"the server did not start: stdout {line!r}, stderr {err[-2000:]!r}")
-        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1]
-    finally:
-        stop_process(proc)
-    assert proc.returncode in (0, -15), proc.returncode
 
 
 @pytest.fixture()

@@ -42,6 +42,42 @@ SAMPLING_TRUTH = {
 # ----------------------------------------------------------------------------- happy paths
 
 
+def test_search_prints_the_lines_of_the_file_and_json_keeps_character_offsets(workdir: Path) -> None:
+    """``path:first-last`` are the 1-based lines the span covers in the file; ``--json`` gives the character
+    offsets ``search_dataset`` saves (the exercise's spans), beside those lines."""
+    functions = [
+        f'def handler_{i}(request):\n    """Handle request kind {i}."""\n    return {i}\n\n' for i in range(80)
+    ]
+    (workdir / "repo/pkg/handlers.py").write_text("".join(functions))
+    built = run_cli("index", "--repo_path", "repo", "--max_chunk_size", "300", "--vectors", "none", cwd=workdir)
+    assert built.code == 0, built.err
+    query = "handler_57 request kind 57"
+    shown = run_cli("search", query, "--k", "4", cwd=workdir)
+    as_json = run_cli("search", query, "--k", "4", "--json", cwd=workdir)
+    assert shown.code == as_json.code == 0, shown.err + as_json.err
+    hits = json.loads(as_json.out)
+    ranked = [line for line in shown.out.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+    assert len(hits) == len(ranked) == 4
+    assert hits[0]["path"] == "repo/pkg/handlers.py" and hits[0]["first_line"] > 200  # mid-file, not line 1
+    for row, hit in zip(ranked, hits):
+        text = (workdir / hit["path"]).read_text(encoding="utf-8")
+        starts = [0]
+        for line in text.splitlines(keepends=True):
+            starts.append(starts[-1] + len(line))
+        first, last = hit["first_line"], hit["last_line"]
+        assert starts[first - 1] <= hit["start"] < starts[first], hit  # the span starts on its first line
+        assert starts[last - 1] < hit["end"] <= starts[last], hit  # and ends on its last
+        assert row.split()[1] == f"{hit['path']}:{first}-{last}", row
+    best = (workdir / "repo/pkg/handlers.py").read_text().splitlines()[hits[0]["first_line"] - 1 : hits[0]["last_line"]]
+    assert "def handler_57(request):" in best
+    dataset = write_dataset(workdir / "sets" / "dataset_docs_one.json", [{**LORA_TRUTH, "question": query}])
+    assert run_cli("search_dataset", "--dataset_path", str(dataset), "--k", "4", cwd=workdir).code == 0
+    saved = json.loads((workdir / "data/output/search_results/dataset_docs_one.json").read_text())
+    spans = [(s["file_path"], s["first_character_index"], s["last_character_index"])
+             for s in saved["search_results"][0]["retrieved_sources"]]  # fmt: skip
+    assert spans == [(h["path"], h["start"], h["end"]) for h in hits]
+
+
 def test_index_search_dataset_evaluate(indexed: Path) -> None:
     hit = run_cli("search", "Which endpoint does load_lora_adapter serve?", "--k", "3", cwd=indexed)
     assert hit.code == 0, hit.err

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write_repo
+from conftest import CliResult, run_cli, write_repo
 from fastrag.answering.answer import answer_file
 from fastrag.cli import Commands, main
 from fastrag.cli.argv import Call, Help, parse
@@ -194,11 +196,12 @@ def test_every_example_is_a_valid_command_line(name: str) -> None:
     assert isinstance(parse(KNOWN, shlex.split(example)), Call)
 
 
-def check_help(text: str, command: Command) -> None:
+def check_help(text: str, command: Command, started: str = "fastrag") -> None:
+    """``text`` is ``command``'s help, naming the program as it was ``started`` (in-process: ``fastrag``)."""
     for internal in ("Any", "FIRE_METADATA", "GROUP", "INFO:", "COMMAND |", "NAME\n"):
         assert internal not in text, (internal, text)
-    assert f"usage: python -m fastrag {command.name}" in text
-    assert f"example:\n  python -m fastrag {command.example}" in text
+    assert f"usage: {started} {command.name}" in text
+    assert f"example:\n  {started} {command.example}" in text
     for flag in command.flags:
         spelled = flag.name.upper() if flag.positional and flag.required else f"--{flag.name}"
         entry = next(line for line in text.splitlines() if line.startswith(f"  {spelled}"))
@@ -218,6 +221,16 @@ def test_help_of_every_command(name: str, capsys: pytest.CaptureFixture[str]) ->
         if not flag.required and "default" not in flag.help:
             shown = ("yes" if flag.default else "no") if flag.switch else str(flag.default)
             assert f"default: {shown if flag.default is not None else 'none'})" in compact, (flag.name, compact)
+
+
+@pytest.mark.parametrize("name", list(KNOWN))
+def test_no_flag_text_is_cut(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every flag's whole text reaches --help (a docstring line the parser took for a new flag cut it)."""
+    for flag in KNOWN[name].flags:
+        assert flag.help.count("(") == flag.help.count(")") and flag.help.rstrip().endswith((".", ")")), flag
+    assert main([name, "--help"]) == 0
+    compact = " ".join(capsys.readouterr().out.split())
+    assert all(" ".join(flag.help.split()) in compact for flag in KNOWN[name].flags)
 
 
 def test_help_shows_real_defaults_and_types(capsys: pytest.CaptureFixture[str]) -> None:
@@ -270,7 +283,39 @@ def test_bad_command_lines_in_a_process_of_their_own(argv: list[str], line: str,
 def test_help_in_a_process_of_its_own(project: Path) -> None:
     ran = run_cli("index", "--help", cwd=project)
     assert ran.code == 0 and ran.err == ""
-    check_help(ran.out, KNOWN["index"])
+    check_help(ran.out, KNOWN["index"], "python -m fastrag")
+
+
+def script_run(*args: str, cwd: Path) -> CliResult:
+    """Run the ``fastrag`` console script of this environment (as after ``pip install``) in ``cwd``."""
+    script = Path(sys.executable).parent / "fastrag"
+    proc = subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize("started", ["fastrag", "python -m fastrag"])
+def test_help_and_suggested_commands_name_the_program_as_started(started: str, tmp_path: Path) -> None:
+    """``--help`` and every error that suggests a command spell it as the user started fastrag."""
+    run = script_run if started == "fastrag" else run_cli
+    other = "python -m fastrag" if started == "fastrag" else "`fastrag "
+    helped = run("--help", cwd=tmp_path)
+    assert helped.code == 0 and helped.out.startswith(f"usage: {started} COMMAND")
+    check_help(run("search", "--help", cwd=tmp_path).out, KNOWN["search"], started)
+    typo = run("serch", "x", cwd=tmp_path)
+    assert typo.code == 2 and f"(see `{started} --help`)" in typo.err, typo.err
+    no_index = run("search", "x", "--index_dir", str(tmp_path / "none"), cwd=tmp_path)
+    assert no_index.code == 1 and f"run `{started} index` to build it" in no_index.err, no_index.err
+    assert other not in helped.out + typo.err + no_index.err
+
+
+@pytest.mark.parametrize("name", list(KNOWN))
+def test_examples_work_in_any_repository(name: str) -> None:
+    """No example names the exercise's corpus (vLLM, its LoRA adapters, its classes)."""
+    command = KNOWN[name]
+    examples = [command.example, *command.description.split("Example:")[1:]]
+    exercise = ("search_dataset", "evaluate", "answer_dataset", "evaluate_answers")  # the exercise's own commands
+    for text in examples if name not in exercise else ():
+        assert not any(word in text.lower() for word in ("vllm", "lora", "llmengine")), (name, text)
 
 
 # ----------------------------------------------------------------------------- where answer saves

@@ -66,6 +66,7 @@ CASES: dict[str, Case] = {
     "search empty query": case(2, "search", ""),
     "search blank query": case(2, "search", "   \t "),
     "search no query": case(2, "search"),
+    "search --json neither true nor false": case(2, "search", "lora", "--json=sometimes"),
     **{f"search --k {k}": case(2, "search", "lora", "--k", k) for k in BAD_K},
     "search bad mode": case(2, "search", "lora", "--mode", "fuzzy"),
     "search missing index_dir": case(1, "search", "lora", "--index_dir", "nowhere"),

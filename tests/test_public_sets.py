@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_path
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = ROOT / "data" / "public"
-SHARED_SETS = ROOT.parent / "shared" / "datasets"
 
 
 def listed() -> dict[str, str]:
@@ -30,8 +31,25 @@ def test_every_public_set_matches_its_checksum() -> None:
 
 def test_the_tracked_sets_are_the_shared_ones() -> None:
     """Beside ``../shared``, the copy never drifts from the sets it was taken from."""
-    if not SHARED_SETS.is_dir():
-        pytest.skip("no ../shared/datasets beside the checkout to compare with")
+    shared_sets = shared_path("datasets")
     for path in listed():
-        shared = SHARED_SETS / Path(path).relative_to("datasets")
+        shared = shared_sets / Path(path).relative_to("datasets")
         assert shared.read_bytes() == (PUBLIC / path).read_bytes(), path
+
+
+def test_what_needs_shared_skips_without_it_and_fails_in_ci(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh clone (no ``../shared``) skips with the reason; CI (``CI=true``) must have it, so fails."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "SHARED", tmp_path)
+    (tmp_path / "datasets").mkdir()
+    assert shared_path("datasets") == tmp_path / "datasets"
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="xrepo/repos.json is missing"):
+        shared_path("xrepo/repos.json")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must provide it"):
+        shared_path("xrepo/repos.json")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        shared_path("xrepo/repos.json")

@@ -111,6 +111,16 @@ def test_healthz_reports_index_and_model(client: TestClient, project: Path) -> N
     assert live is not None and health["generation"] == live.name
     assert health["files"] == len(SAMPLE_FILES) and health["chunks"] >= len(SAMPLE_FILES)
     assert health["vectors"] is False and health["index_error"] is None
+    assert health["repository"] == "data/raw/repo"  # the page names the repository it serves
+
+
+def test_the_page_names_the_repository_and_clears_old_results(client: TestClient) -> None:
+    """The page says what it serves (from /healthz), asks nothing of vLLM, and a new query clears the old one."""
+    page, script = client.get("/").text, client.get("/static/app.js").text
+    assert 'id="served"' in page and "LoRA" not in page and "vLLM" not in page
+    assert "health.repository" in script and "health.files" in script
+    assert script.count("clearAll();") == 2  # a search and a question each start from an empty page
+    assert "enclosing(path" in script  # a citation opens the whole retrieved span it lies in
 
 
 def test_healthz_names_the_default_model_in_use(project: Path) -> None:

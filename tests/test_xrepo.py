@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SHARED, shared_path
+
 BENCHES = Path(__file__).resolve().parents[1] / "benches"
 if str(BENCHES) not in sys.path:
     sys.path.append(str(BENCHES))  # the bench scripts import each other by module name
@@ -158,11 +160,16 @@ def test_summary_means_repositories_then_languages() -> None:
 
 # --------------------------------------------------------------------------- the benchmark's files
 
-XREPO = Path(__file__).resolve().parents[2] / "shared" / "xrepo"
-needs_xrepo = pytest.mark.skipif(not (XREPO / "repos.json").is_file(), reason=f"no benchmark at {XREPO}")
+XREPO = SHARED / "xrepo"
 
 
-@needs_xrepo
+@pytest.fixture()
+def _needs_xrepo() -> None:
+    """The benchmark's files in ``../shared/xrepo``: skipped without them, a failure in CI (:func:`shared_path`)."""
+    shared_path("xrepo/repos.json")
+
+
+@pytest.mark.usefixtures("_needs_xrepo")
 def test_load_tasks_reads_every_annotation() -> None:
     repos = xs.load_repos(XREPO)
     tasks = xs.load_tasks(XREPO)
@@ -186,7 +193,7 @@ def test_question_form_asks_any_query_as_a_direct_question() -> None:
     assert run.question_form("how are routes matched?").count("?") == 1
 
 
-@needs_xrepo
+@pytest.mark.usefixtures("_needs_xrepo")
 def test_end_to_end_on_the_smallest_tree(tmp_path: Path) -> None:
     """Unpack, index and search the smallest repository; results are repository paths and lines of real files."""
     run = importlib.import_module("xrepo_run")

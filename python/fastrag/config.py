@@ -58,3 +58,14 @@ DEFAULT_MODELS_DIR = Workspace.detect().models_dir
 STALE_STAGING_S = 6 * 3600
 #: Folder of OpenVINO's compiled-model caches inside a models folder.
 OV_CACHE_DIR_NAME = ".ov-cache"
+
+
+def version() -> str:
+    """fastrag's installed version (the package's metadata; ``unknown`` for a tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("fastrag")
+    except PackageNotFoundError:
+        return "unknown"

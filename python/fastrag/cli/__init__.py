@@ -1,4 +1,4 @@
-"""The command line: ``python -m fastrag <command> [flags]`` (Python Fire).
+"""The command line: ``fastrag <command> [flags]`` (Python Fire).
 
 :mod:`fastrag.cli.commands` holds the commands and :func:`main`; :mod:`fastrag.cli.signatures` reads
 them as data, :mod:`fastrag.cli.argv` checks a command line against them before anything runs,

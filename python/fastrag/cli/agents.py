@@ -9,7 +9,7 @@ from fastrag.arguments import int_arg
 from fastrag.cli.flags import globs, raw_text, status
 from fastrag.cli.places import index_arg
 from fastrag.cli.signatures import example
-from fastrag.errors import UsageError
+from fastrag.errors import NoMatch, UsageError
 
 if TYPE_CHECKING:
     from fastrag.retrieval.lookup import IndexFiles
@@ -43,16 +43,16 @@ def _refuse_skipped(files: IndexFiles, paths: list[str]) -> None:
 class AgentCommands:
     """Symbols and exact search over the live index."""
 
-    @example("definitions Retriever --limit 5")
+    @example("definitions main --limit 5")
     @raw_text("name")
     def definitions(self, name: str, *, limit: int = DEFAULT_LIMIT, index_dir: str | None = None) -> None:
         """Print every definition of NAME (class, function, method, type, constant, module), best first.
 
         Exact case first, then by kind (class, type, function, method, ...), then outside tests; each with
-        its path, line range, kind and signature. Example: fastrag definitions LLMEngine
+        its path, line range, kind and signature. Example: fastrag definitions Config
 
         Args:
-            name: the name, plain or qualified (LLMEngine, vllm.LLMEngine, absl::flat_hash_map).
+            name: the name, plain or qualified (Config, app.Config, std::vector).
             limit: how many definitions to print at most (1..100000).
             index_dir: where the index lives (default: data/processed in fastrag's checkout, else
                 <repository>/.fastrag/index).
@@ -73,7 +73,7 @@ class AgentCommands:
         if len(found) > n:
             status(f"{len(found) - n} more definitions (raise --limit)")
 
-    @example("references add_request --lang python")
+    @example("references main --lang python")
     @raw_text("name", "path", "lang")
     def references(
         self,
@@ -87,7 +87,7 @@ class AgentCommands:
         """Print every occurrence of the identifier NAME, grouped by file: in code, then in comments and
         strings apart (where the file's parser says so; `text` for files fastrag does not parse).
 
-        Example: fastrag references add_request --lang python
+        Example: fastrag references parse_args --lang python
 
         Args:
             name: the identifier (whole word).
@@ -140,10 +140,11 @@ class AgentCommands:
         limit: int = 1000,
         index_dir: str | None = None,
     ) -> None:
-        r"""Print the lines of the indexed files that hold PATTERN, as path:line:text (like `rg -n`).
+        r"""Print the lines of the indexed files that hold PATTERN, as path:line:text (like `rg -n`); exit status 1
+        when no line matches (as grep and rg).
 
         A literal text unless --regex (the Rust regex crate's syntax, as ripgrep's). Example:
-        fastrag grep "def load_lora" --lang python; fastrag grep "class \w+Engine" --regex (flags after PATTERN)
+        fastrag grep "TODO" --lang python; fastrag grep "class \w+Error" --regex (flags after PATTERN)
 
         Args:
             pattern: the text (or with --regex, the regular expression) to find.
@@ -167,11 +168,11 @@ class AgentCommands:
         found = grep(files, text, regex=as_regex, ignore_case=folded, search_filter=chosen, limit=n)
         for shown, line, content in found.matches:
             print(f"{shown}:{line}:{content}")
-        if not found.matches:
-            status(f"no match in {found.files_searched} files")
-        elif found.total > len(found.matches):
+        if found.total > len(found.matches):
             status(f"{found.total - len(found.matches)} more lines (raise --limit)")
-        _refuse_skipped(files, files.chosen(chosen))
+        _refuse_skipped(files, files.chosen(chosen))  # files not searched: an error, matches or not
+        if not found.matches:
+            raise NoMatch(f"no match in {found.files_searched} files")
 
     @example("watch --repo_path .")
     def watch(self, *, repo_path: str | None = None, index_dir: str | None = None, vectors: str | None = None) -> None:
@@ -219,11 +220,11 @@ class AgentCommands:
         status(f"fastrag: watching {watcher.repo} (Ctrl-C stops)")
         watcher.run()
 
-    @example("outline python/fastrag/retrieval/retriever.py")
+    @example("outline README.md")
     def outline(self, path: str, *, index_dir: str | None = None) -> None:
         """Print the definitions of an indexed file as a tree (classes, their methods, ...), with lines.
 
-        Example: fastrag outline vllm/engine/llm_engine.py
+        Example: fastrag outline src/app.py
 
         Args:
             path: the file, as results name it, relative to its repository, or a path on disk.

@@ -62,7 +62,7 @@ def parse(known: dict[str, Command], argv: list[str]) -> Help | Call:
     command = known.get(name)
     if command is None:
         what = "flag" if is_flag(argv[0]) else "command"
-        raise UsageError(f"unknown {what} {argv[0]}{_nearest(name, list(known))} (see `python -m fastrag --help`)")
+        raise UsageError(f"unknown {what} {argv[0]}{_nearest(name, list(known))} (see `fastrag --help`)")
     words = argv[1:]
     rest: list[str] = []
     if END_OF_FLAGS in words:

@@ -30,7 +30,7 @@ from fastrag.cli.flags import (
     target_size,
 )
 from fastrag.cli.help import command_help, overview
-from fastrag.cli.places import index_arg, repo_and_index, served_index
+from fastrag.cli.places import index_arg, output_arg, repo_and_index, served_index
 from fastrag.cli.shards import index_shards
 from fastrag.cli.signatures import commands, example
 from fastrag.config import (
@@ -46,7 +46,7 @@ from fastrag.config import (
     MAX_NEW_TOKENS,
     SearchMode,
 )
-from fastrag.errors import UsageError, UserError
+from fastrag.errors import NoMatch, UsageError, UserError
 from fastrag.indexing.records import DEFAULT_EMBED
 from fastrag.workspace import mark_state_dir
 
@@ -57,7 +57,7 @@ SCORE_NOTE = "(scores order this list only: fused ranks ~0.03, BM25 ~1; not comp
 class Commands(AgentCommands):
     """fastrag: retrieval-augmented generation for codebases."""
 
-    @example("index --repo_path data/raw/vllm-0.10.1 --vectors docs")
+    @example("index --vectors docs")
     def index(
         self,
         *,
@@ -74,7 +74,7 @@ class Commands(AgentCommands):
         Args:
             max_chunk_size: largest chunk in characters (50..2000).
             repo_path: the repository to index (default: data/raw/vllm-0.10.1 in fastrag's checkout, else the
-                repository the working directory is in: the nearest folder above holding .git or .fastrag).
+                repository of the working directory, the nearest folder above holding .git or .fastrag).
             index_dir: where the index is written (default: data/processed in fastrag's checkout or with
                 --repo_path, else <repository>/.fastrag/index).
             vectors: which chunks get embedding vectors: docs (Markdown/reST), docs+bridges, prose (also .txt)
@@ -117,7 +117,7 @@ class Commands(AgentCommands):
 
             status(skipped_summary(report.skipped))
 
-    @example('search "How do I load a LoRA adapter at runtime?" --k 5 --path "docs/**"')
+    @example('search "how are errors reported" --k 5 --path "src/**"')
     @raw_text("query", "path", "lang", "repo")
     def search(
         self,
@@ -129,8 +129,10 @@ class Commands(AgentCommands):
         path: str | None = None,
         lang: str | None = None,
         repo: str | None = None,
+        json: bool = False,
     ) -> None:
-        """Print the k spans that best answer QUERY, each with its line that best matches QUERY.
+        """Print the k spans that best answer QUERY as path:first_line-last_line, each with its line that best
+        matches QUERY.
 
         Each span shows its score, which orders this list and nothing more: a fused reciprocal-rank
         score (about 0.02-0.04) when words and vectors both rank, a BM25-based one (about 1) when words
@@ -145,6 +147,8 @@ class Commands(AgentCommands):
             path: only files matching this glob (repeatable: any may match), e.g. 'docs/**' or '*.rs'.
             lang: only files of this language (python, markdown, cpp, rust, ... or a suffix such as py).
             repo: of an index built with --repos, search only this shard (repeatable).
+            json: print the hits as one JSON array instead: path, character offsets start and end (as the
+                datasets' results give them), first_line, last_line, score.
         """
         from fastrag.retrieval.filters import SearchFilter
         from fastrag.retrieval.retriever import Retriever
@@ -152,27 +156,37 @@ class Commands(AgentCommands):
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
         chosen = SearchFilter.parse(globs(path), lang)
+        as_json = bool_arg("json", json)
         where = index_arg(index_dir)
         retriever = Retriever.open(where, repos=repo_names(repo, where))
         hits = retriever.search(text, n, mode_arg(mode), allowed=chosen.mask(retriever.index))
+        from fastrag.indexing.corpus import Skipped, skipped_summary
+        from fastrag.indexing.reading import FileRefused
+        from fastrag.retrieval.snippets import shown_hits
+
+        refused: dict[str, Skipped] = {}
+
+        def read(path: str) -> str:
+            """The file's text as indexed, from any working directory; a refused one noted (the location alone)."""
+            try:
+                return retriever.files.text(path)
+            except FileRefused as exc:  # swapped or changed since indexing
+                refused.setdefault(path, Skipped(exc.rel_path, exc.reason))
+                raise
+
+        shown = shown_hits(hits, read, text)
+        if as_json:
+            import json as json_module
+
+            print(json_module.dumps([hit.as_json() for hit in shown], ensure_ascii=False, indent=1))
+            return
         if not hits:
             status("no match")
             return
-        from fastrag.indexing.corpus import Skipped, skipped_summary
-        from fastrag.indexing.reading import FileRefused
-        from fastrag.retrieval.snippets import best_line
-
-        refused: dict[str, Skipped] = {}
-        for rank, hit in enumerate(hits, 1):
-            print(f"{rank:2d}. {hit.file_path}:{hit.start}-{hit.end}  score {hit.score:.3g}")
-            try:
-                source = retriever.files.text(hit.file_path)  # as indexed, from any working directory
-            except FileRefused as exc:  # swapped or changed since indexing: the location alone
-                refused.setdefault(hit.file_path, Skipped(exc.rel_path, exc.reason))
-                continue
-            line = best_line(source, hit.start, hit.end, text)
-            if line:
-                print(f"      {line}")
+        for rank, hit in enumerate(shown, 1):
+            print(f"{rank:2d}. {hit.location}  score {hit.score:.3g}")
+            if hit.line:
+                print(f"      {hit.line}")
         if refused:
             status(f"no snippet from {skipped_summary(list(refused.values())).removeprefix('skipped ')}")
         print(SCORE_NOTE)
@@ -184,7 +198,7 @@ class Commands(AgentCommands):
         *,
         dataset_path: Path,
         k: int = DEFAULT_K,
-        save_directory: Path = DEFAULT_SEARCH_RESULTS_DIR,
+        save_directory: Path | None = None,
         index_dir: Path | None = None,
         mode: SearchMode = DEFAULT_MODE,
         path: str | None = None,
@@ -196,7 +210,8 @@ class Commands(AgentCommands):
         Args:
             dataset_path: a dataset JSON file (AnsweredQuestions or UnansweredQuestions).
             k: spans per question (1..10).
-            save_directory: folder of the output file (named after the dataset).
+            save_directory: folder of the output file, named after the dataset (default:
+                data/output/search_results in fastrag's checkout, else <repository>/.fastrag/output/search_results).
             index_dir: where the index lives (default: data/processed in fastrag's checkout, else
                 <repository>/.fastrag/index).
             mode: lexical, vector or hybrid.
@@ -212,7 +227,7 @@ class Commands(AgentCommands):
         target, n = search_dataset(
             path_arg("dataset_path", dataset_path),
             int_arg("k", k, 1, MAX_K),
-            path_arg("save_directory", save_directory),
+            output_arg("save_directory", save_directory, DEFAULT_SEARCH_RESULTS_DIR),
             where,
             progress=True,
             mode=mode_arg(mode),
@@ -271,7 +286,7 @@ class Commands(AgentCommands):
                 for s in retrieved[:3]:
                     print(f"    retrieved: {s.file_path}:{s.first_character_index}-{s.last_character_index}")
 
-    @example('answer "How do I load a LoRA adapter at runtime?" --k 5 --model smollm2')
+    @example('answer "How are errors reported?" --k 5 --model smollm2')
     @raw_text("question")
     def answer(
         self,
@@ -305,6 +320,8 @@ class Commands(AgentCommands):
             show_dropped: also list on stderr the sentences of the model's text not shown, each with why.
         """
         from fastrag.answering.answer import answer
+        from fastrag.cli.places import IndexTexts
+        from fastrag.lines import cite_lines
 
         text = text_arg("the question", question)
         n = int_arg("k", k, 0, MAX_K)
@@ -313,23 +330,26 @@ class Commands(AgentCommands):
         listed = bool_arg("show_dropped", show_dropped)
         live = sys.stdout.isatty()
 
+        where = index_arg(index_dir)
+        texts = IndexTexts(where)  # citations are shown as lines (the saved answer keeps characters)
+
         def show(piece: str) -> None:
-            sys.stdout.write(piece)
+            sys.stdout.write(cite_lines(piece, texts))
             sys.stdout.flush()
 
         folder = None if save_directory is None else path_arg("save_directory", save_directory)
         result = answer(
-            text, n, name, index_arg(index_dir), folder, limit,
+            text, n, name, where, folder, limit,
             show if live else None, on_note=lambda note: status(f"fastrag: {note}"),
         )  # fmt: skip
         if live and result.load is not None:
             print()
         else:
-            print(result.body)
+            print(cite_lines(result.body, texts))
         if result.sources:
             print("\nSources:")
             for excerpt in result.cited:
-                print(f"  {excerpt.citation}")
+                print(f"  {cite_lines(excerpt.citation, texts)}")
         dropped_count(result.dropped)
         if listed:
             dropped_list(result.dropped)
@@ -345,7 +365,7 @@ class Commands(AgentCommands):
         self,
         *,
         student_search_results_path: Path,
-        save_directory: Path = DEFAULT_ANSWERS_DIR,
+        save_directory: Path | None = None,
         model: str | None = None,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -358,7 +378,8 @@ class Commands(AgentCommands):
 
         Args:
             student_search_results_path: output of search_dataset.
-            save_directory: folder of the output file.
+            save_directory: folder of the output file (default: data/output/search_results_and_answer in
+                fastrag's checkout, else <repository>/.fastrag/output/search_results_and_answer).
             model: OpenVINO IR folder, .gguf file, hub id or `smollm2` (default: $FASTRAG_MODEL, else Qwen/Qwen3-0.6B
                 when exported or exportable, else the packaged SmolLM2, saying so on stderr).
             max_new_tokens: bound on each answer's length in tokens (1..1024).
@@ -372,7 +393,7 @@ class Commands(AgentCommands):
         listed = bool_arg("show_dropped", show_dropped)
         report = answer_dataset(
             path_arg("student_search_results_path", student_search_results_path),
-            path_arg("save_directory", save_directory),
+            output_arg("save_directory", save_directory, DEFAULT_ANSWERS_DIR),
             None if model is None else text_arg("--model", model),
             limit,
             batch,
@@ -508,16 +529,19 @@ class Commands(AgentCommands):
             token: with http, the bearer token (as for serve: default $FASTRAG_TOKEN, else one generated and
                 printed on stderr when the host is not loopback).
             allowed_host: with http, a Host name the server answers to (repeatable; as for serve).
-            repo_path: serve this repository's index, <repository>/.fastrag/index, built on first use
-                (default: the working directory's repository).
-            print_config: print the configuration snippet of an agent (claude, cursor, codex, vscode) and exit.
+            repo_path: serve this repository's index, <repository>/.fastrag/index, built on first use (default:
+                the repository of the working directory).
+            print_config: print the configuration snippet of an agent (claude, cursor, codex, vscode) on stdout,
+                the file it goes into on stderr, and exit.
             watch: keep the index fresh while serving: every burst of file changes is one incremental
                 build (index_status says how fresh it is and which files are pending).
         """
         if print_config is not None:
-            from fastrag.cli.agent_config import agent_config
+            from fastrag.cli.agent_config import CLIENTS, agent_config
 
-            print(agent_config(print_config))
+            snippet, where = agent_config(print_config), CLIENTS[str(print_config).strip().lower()]
+            status(f"fastrag: put this in {where}")
+            print(snippet)
             return
         chosen = text_arg("--transport", transport).strip()
         address = text_arg("--host", host).strip()
@@ -547,6 +571,9 @@ def main(argv: list[str] | None = None) -> int:
         fire.Fire(Commands(), command=[call.command, *call.argv], name="fastrag")
     except fire.core.FireExit as exc:
         return int(exc.code or 0)
+    except NoMatch as exc:
+        status(f"fastrag: {exc}")
+        return exc.exit_code
     except UserError as exc:
         status(f"fastrag: error: {exc}")
         return exc.exit_code

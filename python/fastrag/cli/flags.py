@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fire.decorators import SetParseFn
 
-from fastrag.errors import UsageError
+from fastrag.errors import UsageError, as_invoked
 
 if TYPE_CHECKING:
     from fastrag.answering.support import Verdict
@@ -30,7 +30,8 @@ def raw_text(*names: str) -> Callable[[CommandT], CommandT]:
 
 
 def status(message: str) -> None:
-    print(message, file=sys.stderr)
+    """One line on stderr; a command it suggests is spelled as the user started this one (:func:`as_invoked`)."""
+    print(as_invoked(message), file=sys.stderr)
 
 
 def dropped_count(dropped: Sequence[Verdict]) -> None:
@@ -87,7 +88,7 @@ def target_size(max_chunk_size: int) -> int:
 def fire_error(component_trace: Any) -> None:
     """Replace Fire's multi-line usage dump with one line."""
     message = component_trace.elements[-1].ErrorAsStr() if component_trace.elements else "bad arguments"
-    status(f"fastrag: error: {message} (see `python -m fastrag --help`)")
+    status(f"fastrag: error: {message} (see `fastrag --help`)")
 
 
 #: Flags that may be given more than once; their values reach the command joined by ``REPEATED_SEP``

@@ -9,7 +9,8 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from fastrag.cli.signatures import PROGRAM, Command, Flag
+from fastrag.cli.signatures import Command, Flag
+from fastrag.errors import program
 
 #: Column where flag descriptions start.
 _INDENT = 26
@@ -18,16 +19,18 @@ _INDENT = 26
 def overview(summary: str, known: dict[str, Command]) -> str:
     """The help of the whole command line: every command with its summary."""
     width = max(len(name) for name in known) + 4
-    lines = [f"usage: {PROGRAM} COMMAND [ARGS]", "", summary, "", "commands:"]
+    name = program()  # as the user started it: fastrag, or python -m fastrag
+    lines = [f"usage: {name} COMMAND [ARGS]", "", summary, "", "commands:"]
     for name, command in known.items():
         lines.append(_wrap(command.summary, f"  {name.ljust(width - 2)}", width))
-    lines += ["", f"`{PROGRAM} COMMAND --help` shows a command's flags, their types and defaults, and an example."]
+    lines += ["", f"`{name} COMMAND --help` shows a command's flags, their types and defaults, and an example."]
     return "\n".join(lines)
 
 
 def command_help(command: Command) -> str:
     """The help of one command: usage, what it does, its arguments and flags, an example."""
-    usage = " ".join([f"usage: {PROGRAM} {command.name}", *(_synopsis(f) for f in command.flags)])
+    name = program()
+    usage = " ".join([f"usage: {name} {command.name}", *(_synopsis(f) for f in command.flags)])
     lines = [_wrap(usage, "", 8), "", _wrap(command.summary, "", 0)]
     if command.description:
         lines += ["", *(_wrap(part, "", 0) for part in command.description.split("\n\n"))]
@@ -37,7 +40,7 @@ def command_help(command: Command) -> str:
         lines += ["", "arguments:", *(_entry(f) for f in positional)]
     if named:
         lines += ["", "flags:", *(_entry(f) for f in named)]
-    lines += ["", "example:", f"  {PROGRAM} {command.example}"]
+    lines += ["", "example:", f"  {name} {command.example}"]
     return "\n".join(lines)
 
 

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastrag.arguments import path_arg
 from fastrag.cli.flags import status
 from fastrag.errors import UsageError
-from fastrag.workspace import Workspace, default_index_note, index_dir_default, mark_state_dir
+
+if TYPE_CHECKING:
+    from fastrag.indexing.reading import IndexedFiles
+
+from fastrag.workspace import (
+    PROJECT_INDEX_DIR,
+    STATE_DIR,
+    Workspace,
+    default_index_note,
+    index_dir_default,
+    mark_state_dir,
+)
 
 #: How ``--help`` names the defaults of ``--index_dir`` and ``--repo_path``.
 INDEX_DIR_HELP = "default: data/processed in fastrag's checkout, else <repository>/.fastrag/index"
@@ -26,6 +37,18 @@ def index_arg(index_dir: Any) -> Path:
     if note:
         status(note)
     return folder
+
+
+def output_arg(name: str, save_directory: Any, default: Path) -> Path:
+    """``--save_directory`` of a command that writes a dataset's output: as given; else ``default`` (relative to
+    the working directory) in fastrag's checkout, and ``<repository>/.fastrag/<default without data/>`` in a
+    repository, which fastrag writes nothing into but ``.fastrag/``."""
+    if save_directory is not None:
+        return path_arg(name, save_directory)
+    workspace = Workspace.detect()
+    if workspace.project or workspace.root is None:
+        return default
+    return workspace.root / STATE_DIR / default.relative_to(PROJECT_INDEX_DIR.parent)
 
 
 def repo_and_index(repo_path: Any, index_dir: Any) -> tuple[Path, Path, str | None]:
@@ -47,7 +70,7 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
     stderr (in fastrag's checkout: ``data/processed``, never built here)."""
     from fastrag.indexing.builder import build_index
     from fastrag.indexing.generations import current_generation
-    from fastrag.workspace import INDEX_SUBDIR, STATE_DIR, repository_root
+    from fastrag.workspace import INDEX_SUBDIR, repository_root
 
     if index_dir is not None:
         return index_arg(index_dir)
@@ -68,3 +91,26 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
         mark_state_dir(folder)
         status(f"fastrag: indexed {report.files} files into {report.chunks} chunks in {report.seconds:.1f} s")
     return folder
+
+
+class IndexTexts:
+    """The texts of the files the index in ``index_dir`` names, read as indexed (from any working directory,
+    :class:`~fastrag.indexing.reading.IndexedFiles`; the index opened on the first call): ``None`` for a file
+    (or an index) that cannot be read. Called as ``texts(path)``."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self._index_dir = index_dir
+        self._files: IndexedFiles | None = None
+
+    def __call__(self, path: str) -> str | None:
+        """The text of the file results name ``path``; ``None`` when it (or the index) cannot be read."""
+        from fastrag.errors import UserError
+        from fastrag.indexing.catalog import open_index
+        from fastrag.indexing.reading import IndexedFiles
+
+        try:
+            if self._files is None:
+                self._files = IndexedFiles(open_index(self._index_dir))
+            return self._files.text(path)
+        except UserError:
+            return None

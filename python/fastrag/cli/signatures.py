@@ -27,12 +27,11 @@ CommandT = TypeVar("CommandT", bound=Callable[..., None])
 
 #: Attribute of a command method holding its example (see :func:`example`).
 EXAMPLE_ATTR = "__fastrag_example__"
-#: How the command line is started, as help and examples spell it.
-PROGRAM = "python -m fastrag"
 
 
 def example(command_line: str) -> Callable[[CommandT], CommandT]:
-    """Attach an example to a command: its arguments after ``python -m fastrag``, as a user types them."""
+    """Attach an example to a command: its arguments after ``fastrag`` (or ``python -m fastrag``), as a user types
+    them; the example must work in any repository."""
 
     def decorate(command: CommandT) -> CommandT:
         setattr(command, EXAMPLE_ATTR, command_line)

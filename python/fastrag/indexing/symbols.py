@@ -1,7 +1,8 @@
 """The definitions a file makes, found at index time from the parses the chunkers use.
 
 * Python (``ast``): classes, functions (methods inside a class), module- and class-level assignments
-  (constants when the name is upper case, else variables).
+  (constants when the name is upper case, else variables); not what a script's ``if __name__ == "__main__":``
+  block defines (its local variables).
 * Every tree-sitter grammar of :data:`~fastrag.indexing.chunking.grammars.GRAMMARS`, table-driven: a
   definition is a node of the grammar's *scopes* (:meth:`~fastrag.indexing.chunking.grammars.Grammar.is_scope`:
   a scope kind or a scope call such as Elixir's ``defmodule``; or of :data:`EXTRA_DEFINITIONS`) that has
@@ -189,6 +190,16 @@ def _collapse(text: str) -> str:
 # --------------------------------------------------------------------------- Python
 
 
+def _main_guard(node: ast.stmt) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":``: a script's own code, whose names (``console =
+    Console()`` in a demo) are its local variables, not the module's definitions."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare) or len(node.test.comparators) != 1:
+        return False
+    sides = [node.test.left, node.test.comparators[0]]
+    named = any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+    return named and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides)
+
+
 def _python_symbols(text: str) -> list[Symbol]:
     """Definitions of Python source (positions relative to the symbols after the module)."""
     tree = parse_python(text)
@@ -221,7 +232,7 @@ def _python_symbols(text: str) -> list[Symbol]:
                         line = lines[node.lineno - 1] if node.lineno - 1 < len(lines) else ""
                         end = node.end_lineno or node.lineno
                         out.append(Symbol(target.id, kind, node.lineno, end, _collapse(line), parent))
-            elif isinstance(node, (ast.If, ast.Try, ast.With)) and parent < 0:
+            elif isinstance(node, (ast.If, ast.Try, ast.With)) and parent < 0 and not _main_guard(node):
                 visit([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])], parent, in_class)
 
     visit(tree.body, -1, False)

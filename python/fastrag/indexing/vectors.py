@@ -125,7 +125,7 @@ class VectorIndex:
     def load(cls, folder: Path) -> VectorIndex:
         """Load the vector files of a generation; :class:`UserError` when missing or damaged."""
         index_class = _usearch_index()
-        hint = "run `python -m fastrag index` to rebuild it"
+        hint = "run `fastrag index` to rebuild it"
         path = folder / USEARCH_FILE
         try:
             with np.load(folder / ARRAYS_FILE, allow_pickle=False) as arrays:

@@ -1,12 +1,21 @@
-"""A hit in one line: the line of a span that best matches the query (what ``search`` prints under a hit)."""
+"""A hit in one line: the line of a span that best matches the query (what ``search`` prints under a hit), and
+the hits as ``search`` shows them: ``path:first_line-last_line`` (``--json``: also the character offsets)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from fastrag import _core
+from fastrag.errors import UserError
+from fastrag.lines import line_range
 from fastrag.retrieval.evidence import is_symbol_query, symbol_name
 from fastrag.retrieval.retriever import clean_query
+
+if TYPE_CHECKING:
+    from fastrag.retrieval.retriever import Hit
 
 #: Longest snippet printed, in characters (a longer line is cut and ends with an ellipsis).
 SNIPPET_CHARS = 160
@@ -39,3 +48,47 @@ def _named_line(lines: list[str], query: str) -> str | None:
         return None
     word = re.compile(rf"(?<![\w$]){re.escape(symbol_name(query))}(?![\w$])")
     return next((line for line in lines if word.search(line)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ShownHit:
+    """A hit as ``search`` shows it: characters ``[start, end)`` of ``path``, its lines (``None`` when the file
+    cannot be read any more), score and best line."""
+
+    path: str
+    start: int
+    end: int
+    first_line: int | None
+    last_line: int | None
+    score: float
+    line: str
+
+    @property
+    def location(self) -> str:
+        """``path:first_line-last_line``; the character offsets when the file cannot be read."""
+        if self.first_line is None:
+            return f"{self.path} (characters {self.start}-{self.end}: the file cannot be read)"
+        return f"{self.path}:{self.first_line}-{self.last_line}"
+
+    def as_json(self) -> dict[str, Any]:
+        """The hit's fields as JSON values."""
+        return asdict(self)
+
+
+def shown_hits(hits: Sequence[Hit], read: Callable[[str], str], query: str) -> list[ShownHit]:
+    """``hits`` with their lines and best line, their files' texts from ``read`` (a :class:`UserError` when
+    a file cannot be read)."""
+    out = []
+    for hit in hits:
+        try:
+            text = read(hit.file_path)
+        except UserError:  # the file went away since indexing: the location alone
+            out.append(ShownHit(hit.file_path, hit.start, hit.end, None, None, hit.score, ""))
+            continue
+        first, last = line_range(text, hit.start, hit.end)
+        out.append(
+            ShownHit(
+                hit.file_path, hit.start, hit.end, first, last, hit.score, best_line(text, hit.start, hit.end, query)
+            )
+        )
+    return out

@@ -18,7 +18,7 @@ from typing import Any
 
 from fastrag.answering.answer import GeneratedAnswer, generate_answer, load_models, prompt_for
 from fastrag.answering.generator import Generator
-from fastrag.answering.model_files import ModelChoice, choose_model, model_name
+from fastrag.answering.model_files import ModelChoice, choose_model, model_name, note_once
 from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, Similarity
 from fastrag.errors import UserError
 from fastrag.schemas import MinimalSource
@@ -96,8 +96,7 @@ class Answerer:
         if self._generator is None:
             try:
                 self._choice = choose_model(self.model, self.models_dir, allow_export=False)
-                if self._choice.note is not None:
-                    print(f"fastrag: {self._choice.note}", file=sys.stderr)
+                note_once(self._choice.note, lambda note: print(f"fastrag: {note}", file=sys.stderr))
                 self._generator, self._similarity = load_models(self._choice.spec, self.models_dir)
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc

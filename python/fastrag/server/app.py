@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fastrag.config import DEFAULT_INDEX_DIR
+from fastrag.config import DEFAULT_INDEX_DIR, version
 from fastrag.errors import UserError
 from fastrag.server.answers import Answerer
 from fastrag.server.auth import Access
@@ -32,6 +32,7 @@ from fastrag.server.routes import ROUTERS, STATIC_DIR
 from fastrag.server.safety import MAX_BODY_BYTES, Confinement, Guard
 from fastrag.server.services import Services
 from fastrag.server.texts import SourceTexts
+from fastrag.workspace import models_dir_of
 
 
 def create_app(
@@ -49,13 +50,14 @@ def create_app(
 
     Paths given to the API must lie in ``data_dir``; they are relative to its parent, the project root
     (as result paths such as ``data/raw/vllm-0.10.1/README.md`` are). ``models_dir`` defaults to
-    ``data_dir/models``; ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token
-    (see :class:`Guard` and :mod:`fastrag.server.auth`).
+    ``data_dir/models`` in fastrag's checkout, else the user's cache (:func:`~fastrag.workspace.models_dir_of`);
+    ``allowed_hosts`` restricts the ``Host`` header, ``access`` asks for a token (see :class:`Guard` and
+    :mod:`fastrag.server.auth`).
     """
     data = Path(os.path.abspath(data_dir))
     root = data.parent
     index = Path(os.path.abspath(index_dir))
-    models = Path(os.path.abspath(models_dir)) if models_dir is not None else data / "models"
+    models = Path(os.path.abspath(models_dir)) if models_dir is not None else models_dir_of(root)
     live = LiveIndex(index, models)
     texts = SourceTexts(live.read)
     services = Services(
@@ -78,7 +80,7 @@ def create_app(
     app = FastAPI(
         title="fastrag",
         summary="Retrieval-augmented generation over a codebase: search, answers with citations, indexing.",
-        version="0.1.0",
+        version=version(),
         docs_url=None,  # Swagger UI and ReDoc load from a CDN: the page must work offline
         redoc_url=None,
         openapi_url="/openapi.json",

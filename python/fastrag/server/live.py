@@ -1,7 +1,7 @@
 """The live index of a long-running process: loaded once, reloaded when ``CURRENT`` changes on disk.
 
 Every request asks :meth:`LiveIndex.current`, which costs one ``stat`` of the ``CURRENT`` file while the
-index is unchanged. When an indexer (``POST /index``, or ``python -m fastrag index`` in another
+index is unchanged. When an indexer (``POST /index``, or ``fastrag index`` in another
 process) publishes a new generation, the next request loads it; requests already running finish on
 the generation they started with, which stays in memory, so nobody ever sees half of an index. An index
 of shards (``index --repos``) is watched through its catalog ``shards.json`` instead, and loaded as one
@@ -75,7 +75,7 @@ class LiveIndex:
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc
             if name is None:
-                hint = "build it with POST /index or `python -m fastrag index`"
+                hint = "build it with POST /index or `fastrag index`"
                 raise ApiError(503, f"no index in {self.index_dir}: {hint}")
             if self._live is None or name != self._live.generation:
                 try:

@@ -36,9 +36,10 @@ from typing import Any, Literal, TypeVar
 from typing_extensions import Self
 
 from fastrag.arguments import int_arg, mode_arg, replace_surrogates, text_arg
-from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K
-from fastrag.errors import UsageError, UserError
+from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MODE, MAX_K, version
+from fastrag.errors import UsageError, UserError, as_invoked
 from fastrag.indexing.generations import SHARDS_KEY
+from fastrag.indexing.sources import repository_name
 from fastrag.retrieval.filters import SearchFilter
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.server.agent_tools import AgentTools
@@ -50,6 +51,7 @@ from fastrag.server.live import LiveIndex
 from fastrag.server.results import SearchResults
 from fastrag.server.schemas import MAX_OFFSET, MAX_QUERY_CHARS, MAX_SPAN_CHARS
 from fastrag.server.texts import SourceTexts, span_text
+from fastrag.workspace import models_dir_of
 
 #: Results ``search`` returns unless asked.
 DEFAULT_TOOL_K = 5
@@ -76,7 +78,7 @@ class Tools:
     def __init__(self, index_dir: Path, data_dir: Path, model: str | None = None) -> None:
         data = Path(os.path.abspath(data_dir))
         self.root = data.parent
-        models = data / "models"
+        models = models_dir_of(self.root)  # never inside the user's repository
         self.live = LiveIndex(Path(os.path.abspath(index_dir)), models)
         self.texts = SourceTexts(self.live.read)  # as the HTTP API reads them
         self.results = SearchResults(self.live, self.texts)
@@ -160,7 +162,9 @@ class Tools:
             "files": len(live.paths),
             "chunks": len(index.chunks),
             "vectors": int(index.manifest.get("vectors") or 0),
-            "repository": index.manifest.get("display_root"),
+            "repository": repository_name(index.manifest),
+            "repository_path": index.manifest.get("repo_path"),
+            "version": version(),
             "shards": [s.get("name") for s in shards] if isinstance(shards, list) else [],
             "model": self.answerer.name,
             "model_note": self.answerer.note,
@@ -183,7 +187,7 @@ def _tool_call(work: Callable[[], ResultT]) -> ResultT:
         result: ResultT = encodable(work())
         return result
     except UserError as exc:
-        raise ToolError(encodable(" ".join(str(exc).split()))) from None
+        raise ToolError(encodable(" ".join(as_invoked(str(exc)).split()))) from None
 
 
 def encodable(value: Any) -> Any:
@@ -354,7 +358,7 @@ def create_server(tools: Tools) -> Any:
                     RepliedReadStream(read_stream, write_stream), write_stream, low.create_initialization_options()
                 )
 
-    server = StrictServer(name="fastrag", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = StrictServer(name="fastrag", version=version(), instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
@@ -446,7 +450,7 @@ def run(
     sock = bind(host, port) if exposure is not None else None
     tools = Tools(index_dir, data_dir, model)
     if tools.live.peek() is None:
-        print(f"fastrag: no index in {index_dir} yet: run `python -m fastrag index`", file=sys.stderr)
+        print(as_invoked(f"fastrag: no index in {index_dir} yet: run `fastrag index`"), file=sys.stderr)
     elif watch:
         tools.agent.watch(index_dir)
     server = create_server(tools)

@@ -24,6 +24,7 @@ from fastrag.config import CHUNK_TARGET_SIZE
 from fastrag.evaluation.search_dataset import search_dataset
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.reading import FileRefused
+from fastrag.indexing.sources import repository_name
 from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.schemas import MinimalSource
 from fastrag.server import schemas
@@ -80,6 +81,7 @@ async def healthz(s: App) -> dict[str, Any]:
     return {
         "status": "ok",
         "generation": live.generation if live else None,
+        "repository": repository_name(live.retriever.index.manifest) if live else None,
         "files": len(live.paths) if live else 0,
         "chunks": len(live.retriever.index.chunks) if live else 0,
         "vectors": bool(live and live.retriever.index.has_vectors),

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastrag.config import DEFAULT_INDEX_DIR
-from fastrag.errors import UserError
+from fastrag.errors import UserError, as_invoked
 from fastrag.server.app import create_app
 from fastrag.server.auth import LOOPBACK_NAMES, access_for, announce, is_loopback
 
@@ -67,6 +67,6 @@ def serve(
     print(f"fastrag serving on {address(sock)}", flush=True)
     announce(host, exposure)
     if live is None:
-        print(f"fastrag: no index in {index_dir} yet: POST /index or run `python -m fastrag index`", file=sys.stderr)
+        print(as_invoked(f"fastrag: no index in {index_dir} yet: POST /index or run `fastrag index`"), file=sys.stderr)
     logging.getLogger("fastrag.server").addHandler(logging.StreamHandler(sys.stderr))
     uvicorn.Server(server_config(app)).run(sockets=[sock])

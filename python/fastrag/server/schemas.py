@@ -280,6 +280,8 @@ class Health(BaseModel):
 
     status: Literal["ok"]
     generation: str | None
+    #: The repository served, as a person names it (:func:`~fastrag.indexing.sources.repository_name`).
+    repository: str | None = None
     files: int
     chunks: int
     vectors: bool

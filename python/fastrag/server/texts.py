@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fastrag.answering.prompt import SpanReader
 from fastrag.errors import UserError
 from fastrag.indexing.reading import refused_as_none
+from fastrag.lines import line_range
 from fastrag.server.cache import LruCache
 
 #: Characters of file text kept decoded in memory (the whole vLLM corpus is 24 M).
@@ -33,8 +34,7 @@ class FileText:
 
     def lines(self, start: int, end: int) -> tuple[int, int]:
         """First and last line (1-based) of ``text[start:end]``; an empty span is on the line of ``start``."""
-        first = self.line_of(start)
-        return first, first + self.text.count("\n", start, max(start, end - 1))
+        return line_range(self.text, start, end)
 
 
 class SourceTexts:

@@ -112,6 +112,7 @@
     }
     const started = performance.now();
     say("Searching…");
+    clearAll(); // a new query: nothing of the previous one stays on the page
     searchButton.disabled = true;
     try {
       const url = `/search?${searchQuery(p)}`;
@@ -146,7 +147,8 @@
     a.dataset.path = path;
     a.addEventListener("click", (event) => {
       event.preventDefault();
-      openSpan(path, Number(start), Number(end));
+      const [from, to] = enclosing(path, Number(start), Number(end));
+      openSpan(path, from, to, [Number(start), Number(end)]);
     });
     return a;
   }
@@ -161,6 +163,25 @@
       at = m.index + m[0].length;
     }
     answerBox.append(document.createTextNode(text.slice(at)));
+  }
+
+  // The retrieved spans of the last answer: a citation opens the whole span it lies in.
+  let sources = [];
+
+  function clearAll() {
+    results.replaceChildren();
+    answerSection.hidden = true;
+    answerBox.replaceChildren();
+    cited.replaceChildren();
+    citedHeading.hidden = true;
+    sources = [];
+  }
+
+  // The retrieved span holding characters [start, end) of path, else that range itself.
+  function enclosing(path, start, end) {
+    const s = sources.find((x) => x.file_path === path &&
+      x.first_character_index <= start && end <= x.last_character_index);
+    return s ? [s.first_character_index, s.last_character_index] : [start, end];
   }
 
   function renderCited(payload) {
@@ -204,6 +225,7 @@
       query.focus();
       return;
     }
+    clearAll(); // a new question: nothing of the previous one stays on the page
     answerSection.hidden = false;
     answerBox.dataset.state = "streaming";
     answerBox.dataset.pieces = "0";
@@ -215,6 +237,7 @@
     say("Thinking… (the model loads on the first question)");
     const started = performance.now();
     let text = "";
+    sources = [];
     try {
       const response = await call("/answer", {
         method: "POST",
@@ -234,6 +257,7 @@
           renderAnswer(text);
         } else if (name === "sources") {
           model = data.model ? ` by ${data.model}` : "";
+          sources = data.sources || [];
           renderAnswer(data.answer);
           renderCited(data);
         } else if (name === "error") {
@@ -259,7 +283,8 @@
 
   // ------------------------------------------------------------------ cited spans
 
-  async function openSpan(path, start, end) {
+  // Show path[start:end] (the whole retrieved span), and which of its lines `cite` ([start, end)) covers.
+  async function openSpan(path, start, end, cite = null) {
     const code = $("span-code");
     $("span-title").textContent = path;
     $("span-where").textContent = "Loading…";
@@ -272,7 +297,14 @@
         return;
       }
       const span = await response.json();
-      $("span-where").textContent = `${lineLabel(span.first_line, span.last_line)} · characters ${span.start}–${span.end}`;
+      let where = `${lineLabel(span.first_line, span.last_line)} · characters ${span.start}–${span.end}`;
+      if (cite && (cite[0] !== span.start || cite[1] !== span.end)) {
+        const before = span.text.slice(0, cite[0] - span.start);
+        const first = span.first_line + (before.match(/\n/g) || []).length;
+        const inside = span.text.slice(cite[0] - span.start, Math.max(cite[0], cite[1] - 1) - span.start);
+        where += ` · cited: ${lineLabel(first, first + (inside.match(/\n/g) || []).length)}`;
+      }
+      $("span-where").textContent = where;
       FastragSyntax.render(code, span.text, span.file_path, span.first_line);
       code.scrollTop = 0;
       code.focus();
@@ -285,7 +317,23 @@
   dialog.addEventListener("click", (event) => {
     if (event.target === dialog) dialog.close(); // a click on the backdrop
   });
+  // Which repository this server serves, and how many files (GET /healthz).
+  async function served() {
+    try {
+      const response = await call("/healthz");
+      if (!response.ok) return;
+      const health = await response.json();
+      const name = health.repository || "the index";
+      $("served").textContent = health.generation
+        ? `Serving ${name}: ${health.files} files, ${health.chunks} chunks.`
+        : "No index yet: run `fastrag index` in the repository.";
+    } catch (_) {
+      // the page works without it
+    }
+  }
+
   form.addEventListener("submit", search);
+  served();
   askButton.addEventListener("click", ask);
   document.body.dataset.ready = "true";
 })();
