@@ -80,11 +80,11 @@ def test_page_search_ask_and_open_a_citation(browser: Any, server: str, tmp_path
     query = browser.find_element(By.ID, "query")
     query.send_keys("How do I load a LoRA adapter with load_lora_adapter?")
     browser.find_element(By.ID, "k").clear()
-    browser.find_element(By.ID, "k").send_keys("3")
+    browser.find_element(By.ID, "k").send_keys("5")
     browser.find_element(By.ID, "search-button").click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results li.result"))
     results = browser.find_elements(By.CSS_SELECTOR, "#results li.result")
-    assert 1 <= len(results) <= 3
+    assert 1 <= len(results) <= 5
     paths = [r.find_element(By.CSS_SELECTOR, ".path").text for r in results]
     assert "data/raw/repo/pkg/engine.py" in paths and all(p.startswith("data/raw/repo/") for p in paths)
     engine = results[paths.index("data/raw/repo/pkg/engine.py")]
@@ -105,7 +105,7 @@ def test_page_search_ask_and_open_a_citation(browser: Any, server: str, tmp_path
     assert citations and citations[0].text.startswith("[data/raw/repo/")
     assert browser.find_elements(By.CSS_SELECTOR, "#cited a.citation")
 
-    # a citation opens the cited span, with its line numbers
+    # a citation opens its whole retrieved span, with its line numbers
     cited = citations[0].text.strip("[]")
     citations[0].click()
     dialog = browser.find_element(By.ID, "span-dialog")
@@ -117,7 +117,7 @@ def test_page_search_ask_and_open_a_citation(browser: Any, server: str, tmp_path
     start, end = (int(n) for n in cited.rsplit(":", 1)[1].split("-"))
     expected = (tmp_path / cited.rsplit(":", 1)[0]).read_text(encoding="utf-8")[start:end]
     shown = browser.find_element(By.ID, "span-code").get_attribute("textContent")
-    assert shown == expected.rstrip("\n") or shown == expected
+    assert expected.strip() and expected.strip() in shown  # the whole retrieved span, the cited text in it
 
     shot = tmp_path / "page.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
