@@ -99,6 +99,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.answering.prompt",
             "fastrag.answering.citations",
             "fastrag.answering.support",
+            "fastrag.answering.lead",
             "fastrag.answering.grounding",
             "fastrag.answering.model_files",
             "fastrag.answering.compiled",
