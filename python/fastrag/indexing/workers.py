@@ -40,7 +40,9 @@ STOP_GRACE_S = 2.0
 @contextmanager
 def worker_pool(max_workers: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool whose workers die with this process; stopped at once when the block raises."""
-    context = multiprocessing.get_context()
+    # forking copies only the calling thread: a lock another thread (a watcher, a server) holds at that
+    # moment stays held in the worker for ever, so a process with other threads starts its workers fresh
+    context = multiprocessing.get_context("spawn" if threading.active_count() > 1 else None)
     # fork and spawn start workers from this process; a fork server is their parent instead (and
     # exits when this process does), so the workers then watch the parent they start with
     parent = os.getpid() if context.get_start_method() != "forkserver" else 0
