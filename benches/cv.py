@@ -133,8 +133,9 @@ def collect(
 def candidate_columns(retriever: Retriever, text: str, ranked: Sequence[tuple[int, float]]) -> np.ndarray:
     """The ranker's :data:`~fastrag.retrieval.precision.COLUMNS` of every candidate of ``ranked`` for ``text``."""
     stage = retriever.precision
-    rows = stage.features(analyse(text, retriever.index.bm25), ranked)
-    traits = stage.traits(analyse(text, retriever.index.bm25), rows) if rows else ()
+    query = analyse(text, retriever.index.bm25)
+    rows = stage.features(query, ranked)
+    traits = stage.traits(query, rows) if rows else ()
     return np.array(stage.columns(rows, traits), dtype=np.float64).reshape(len(rows), len(precision.COLUMNS))
 
 
