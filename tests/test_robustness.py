@@ -17,6 +17,8 @@ import pytest
 from conftest import run_cli, write_repo
 from fastrag.faults import PAUSE_ENV
 from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.errors import UserError
+from fastrag.indexing import generations
 from fastrag.indexing.generations import load_index
 from fastrag.retrieval.retriever import Retriever
 from test_cli import LORA_TRUTH, assert_one_line_error, write_dataset
@@ -283,6 +285,42 @@ def test_readers_see_old_or_new_index_never_a_mix(tmp_path: Path) -> None:
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors[:3]
+
+
+def test_a_reader_slower_than_two_publications_reads_the_new_generation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that named a generation which two publications then replaced and pruned, before it read its
+    files, starts over on the live one instead of failing on the missing files."""
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    build_index(repo, ix, display_root="repo", progress=False)
+    real = generations.read_manifest
+    began: list[Path] = []
+
+    def read_while_two_builds_land(gen: Path) -> dict[str, object]:
+        if not began:
+            began.append(gen)
+            for n in range(2):
+                (repo / "pkg/spec.py").write_text(f"def speculative_decoding():\n    return {n}\n")
+                build_index(repo, ix, display_root="repo", progress=False)
+        return real(gen)
+
+    monkeypatch.setattr(generations, "read_manifest", read_while_two_builds_land)
+    index = load_index(ix)
+    assert began and not began[0].exists()
+    assert index.path.name == (ix / "CURRENT").read_text().strip() != began[0].name
+
+
+def test_a_live_generation_missing_a_file_is_still_damage(tmp_path: Path) -> None:
+    """Starting over is for a generation replaced meanwhile: a live one missing a file stays an error."""
+    repo = write_repo(tmp_path / "repo")
+    ix = tmp_path / "ix"
+    build_index(repo, ix, display_root="repo", progress=False)
+    live = ix / (ix / "CURRENT").read_text().strip()
+    (live / "headings.json").unlink()
+    with pytest.raises(UserError, match="damaged"):
+        load_index(ix)
 
 
 # ----------------------------------------------------------------------------- killed while embedding

@@ -543,12 +543,41 @@ def load_vectors(generation: Path, expected: int, chunks: int) -> VectorIndex:
     return index
 
 
+#: How many times a reader starts over when the generation it began to read was replaced meanwhile.
+LOAD_ATTEMPTS = 5
+
+
+def _pointer(index_dir: Path) -> bytes | None:
+    """The bytes of ``CURRENT`` as they are now, or ``None`` when it cannot be read (never raises)."""
+    try:
+        return (index_dir / CURRENT_FILE).read_bytes()
+    except OSError:
+        return None
+
+
 def load_index(index_dir: Path) -> LoadedIndex:
     """Load the live generation of ``index_dir``, every file checked against its manifest; a clear
-    :class:`UserError` when impossible."""
-    gen = current_generation(index_dir)
-    if gen is None:
-        raise UserError(f"no index in {index_dir}: run `fastrag index` to build it")
+    :class:`UserError` when impossible.
+
+    A writer keeps the generation it replaced and prunes the one before it, so a reader slower than two
+    publications can find the generation it began to read gone: when ``CURRENT`` changed while it read,
+    it starts over on the new one; a failure of a generation still live is the index's damage.
+    """
+    for attempt in range(1, LOAD_ATTEMPTS + 1):
+        pointer = _pointer(index_dir)
+        try:
+            gen = current_generation(index_dir)
+            if gen is None:
+                raise UserError(f"no index in {index_dir}: run `fastrag index` to build it")
+            return _load_generation(gen)
+        except UserError:
+            if attempt == LOAD_ATTEMPTS or _pointer(index_dir) == pointer:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _load_generation(gen: Path) -> LoadedIndex:
+    """The generation ``gen`` loaded, every file checked against its manifest; else a :class:`UserError`."""
     manifest = read_manifest(gen)
     try:
         raw = verified_json(gen, manifest, CHUNKS_TABLE)
