@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_repo
-from fastrag.faults import PAUSE_ENV
-from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.errors import UserError
+from fastrag.faults import PAUSE_ENV
 from fastrag.indexing import generations
+from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import load_index
 from fastrag.retrieval.retriever import Retriever
 from test_cli import LORA_TRUTH, assert_one_line_error, write_dataset
