@@ -205,13 +205,20 @@ class AgentCommands:
             elif outcome.up_to_date:
                 print(f"{changed} changes, index up to date ({outcome.seconds:.2f} s)", flush=True)
             else:
+                vectors = f", {outcome.vectors} vectors ({outcome.embedded} embedded)" if outcome.vectors else ""
                 print(
                     f"{changed} changes: {outcome.chunked} files chunked, {outcome.removed} removed, "
-                    f"{outcome.chunks} chunks ({outcome.seconds:.2f} s) -> {outcome.path}",
+                    f"{outcome.chunks} chunks{vectors} ({outcome.seconds:.2f} s) -> {outcome.path}",
                     flush=True,
                 )
 
-        watcher = Watcher(repo, target, params, display_root=shown, on_build=report)
+        def searchable(lexical: IndexReport) -> None:
+            status(
+                f"fastrag: searchable now (lexical, {lexical.lexical_seconds:.2f} s) -> {lexical.lexical_path}; "
+                f"embedding {lexical.vectors_pending} chunks for the vectors"
+            )
+
+        watcher = Watcher(repo, target, params, display_root=shown, on_build=report, on_lexical=searchable)
         first = watcher.build()
         if isinstance(first, UserError):
             raise first
