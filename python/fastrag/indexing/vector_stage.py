@@ -182,23 +182,30 @@ class VectorStage:
     ) -> tuple[int, int]:
         """Embed what the cache lacks, slice by slice, saving the cache and the progress after each; the
         texts the model ran on and those it cannot encode. A model that is missing or cannot be loaded is a
-        one-line :class:`UserError` naming it (recorded in the progress file too)."""
+        one-line :class:`UserError` naming it. Why the stage stopped, if it did, is in the progress file."""
+        try:
+            return self._embed(generation, models_dir, embedder, progress)
+        except BaseException as exc:
+            self.note(generation, 0, 0, " ".join(str(exc).split()) or type(exc).__name__)
+            raise
+
+    def _embed(
+        self, generation: str, models_dir: Path, embedder: TextEmbedder | None, progress: bool
+    ) -> tuple[int, int]:
+        """:meth:`embed`, without noting why it stopped."""
         from fastrag.indexing.embed import Embedder, resolve_model
 
-        try:
-            if self.files is None:
-                self._load_cache(embedder.files if embedder is not None else resolve_model(models_dir))
-            todo = dict(zip(self.keys, self.texts))
-            bad = [k for k in self.missing if unencodable(todo[k]) is not None]
-            rest = [k for k in self.missing if k not in set(bad)]
-            self.note(generation, len(rest), 0)
-            model = embedder
-            if rest and model is None:
-                assert self.files is not None
-                model = Embedder(self.files, cache_dir=models_dir / OV_CACHE_DIR_NAME)
-        except UserError as exc:
-            self.note(generation, 0, 0, str(exc))
-            raise
+        if self.files is None:
+            self._load_cache(embedder.files if embedder is not None else resolve_model(models_dir))
+        todo = dict(zip(self.keys, self.texts))
+        bad = [k for k in self.missing if unencodable(todo[k]) is not None]
+        refused_keys = set(bad)
+        rest = [k for k in self.missing if k not in refused_keys]
+        self.note(generation, len(rest), 0)
+        model = embedder
+        if rest and model is None:
+            assert self.files is not None
+            model = Embedder(self.files, cache_dir=models_dir / OV_CACHE_DIR_NAME)
         assert self.cache is not None
         self.cache.entries.update((k, np.zeros(DIM, dtype=np.float32)) for k in bad)
         refused = len(bad)
