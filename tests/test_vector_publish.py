@@ -292,3 +292,45 @@ def test_index_status_over_mcp_and_http(embedder: Embedder, tmp_path: Path, tiny
                 progress=False, embedder=embedder)  # fmt: skip
     with client_for(root, str(tiny_gguf)) as client:
         assert client.get("/healthz").json()["vectors_state"] == "ready"
+
+
+def test_mcp_serves_its_first_index_once_the_lexical_generation_is_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mcp`` building the index it serves returns at the lexical publication; the vectors go on in the
+    background and their end is said on stderr."""
+    import threading
+
+    from fastrag.cli import places
+    from fastrag.indexing import builder
+    from fastrag.indexing.records import IndexReport
+
+    release, finished = threading.Event(), threading.Event()
+
+    def slow_build(root: Path, folder: Path, *args: object, on_lexical: object = None, **kwargs: object) -> IndexReport:
+        report = IndexReport(4, 7, 4, 0, 0, vectors_pending=2)
+        assert callable(on_lexical)
+        on_lexical(report)  # the lexical generation is live
+        release.wait(30)  # the vectors take a while
+        report.vectors = 2
+        finished.set()
+        return report
+
+    monkeypatch.setattr(builder, "build_index", slow_build)
+    places.build_until_searchable(tmp_path / "repo", tmp_path / "ix")  # returns while the build embeds
+    assert not finished.is_set() and "searchable now (lexical)" in capsys.readouterr().err
+    release.set()
+    assert finished.wait(30)
+    for _ in range(100):  # the background thread says so once the vectors are published
+        if "vectors ready: 2 chunks" in capsys.readouterr().err:
+            break
+        threading.Event().wait(0.05)
+    else:
+        pytest.fail("the end of the vectors was not said")
+
+    def lexical_build(root: Path, folder: Path, *args: object, **kwargs: object) -> IndexReport:
+        return IndexReport(4, 7, 4, 0, 0)
+
+    monkeypatch.setattr(builder, "build_index", lexical_build)  # nothing to embed: one build, waited for
+    places.build_until_searchable(tmp_path / "repo", tmp_path / "ix")
+    assert "indexed 4 files into 7 chunks" in capsys.readouterr().err
