@@ -126,12 +126,15 @@ def test_killed_after_the_lexical_publication(tmp_path: Path) -> None:
         assert status_of(index_dir)["state"] == "building"  # the paused build is alive
         paused = run_cli("search", QUERY, "--k", "2", cwd=tmp_path)
         assert paused.code == 0 and "repo/docs/lora.md" in paused.out and "vectors building" in paused.err
+        building = run_cli("index_status", cwd=tmp_path)
+        assert building.code == 0 and "vectors building: 0 of 2" in building.out, building.out
     finally:
         kill_group(proc)
     assert proc.returncode == -signal.SIGKILL
     assert status_of(index_dir)["state"] == "pending" and not load_index(index_dir).has_vectors
     after = run_cli("search", QUERY, "--k", "2", cwd=tmp_path)
     assert after.code == 0 and "repo/docs/lora.md" in after.out and "vectors pending" in after.err
+    assert "vectors pending: 2 chunks" in run_cli("index_status", cwd=tmp_path).out
     finish = run_cli("index", "--repo_path", "repo", "--vectors", "docs", cwd=tmp_path)
     assert finish.code == 0, finish.err
     assert "vectors: 2 chunks, 2 embedded" in finish.out
@@ -140,6 +143,8 @@ def test_killed_after_the_lexical_publication(tmp_path: Path) -> None:
     assert done.code == 0 and done.out.startswith("index up to date"), done.out
     ready = run_cli("search", QUERY, "--k", "2", cwd=tmp_path)
     assert ready.code == 0 and "vectors" not in ready.err
+    status = run_cli("index_status", cwd=tmp_path)
+    assert status.code == 0 and "vectors ready: 2 chunks" in status.out and "4 files, 7 chunks" in status.out
 
 
 def test_status_says_lexical_only(tmp_path: Path) -> None:
@@ -147,6 +152,8 @@ def test_status_says_lexical_only(tmp_path: Path) -> None:
     build_index(repo, tmp_path / "ix", IndexParams(embed="none"), display_root="repo", progress=False)
     status = status_of(tmp_path / "ix")
     assert status["state"] == "lexical" and status["vectors"] == 0 and "lexical only" in str(status["note"])
+    shown = run_cli("index_status", "--index_dir", str(tmp_path / "ix"), cwd=tmp_path)
+    assert shown.code == 0 and "vectors lexical: lexical only" in shown.out, shown.err
 
 
 def damaged_models(root: Path, embedder: Embedder) -> Path:
