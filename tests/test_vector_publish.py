@@ -341,3 +341,44 @@ def test_mcp_serves_its_first_index_once_the_lexical_generation_is_live(
     monkeypatch.setattr(builder, "build_index", lexical_build)  # nothing to embed: one build, waited for
     places.build_until_searchable(tmp_path / "repo", tmp_path / "ix")
     assert "indexed 4 files into 7 chunks" in capsys.readouterr().err
+
+
+def test_post_index_serves_the_lexical_generation_while_it_embeds(
+    embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``POST /index`` with vectors: while it embeds, the server already searches its lexical generation and
+    ``/healthz`` says the vectors are building; the response names both generations."""
+    import threading
+
+    from fastrag.server import routes as routes_module
+    from test_server import client_for, make_project
+
+    root = make_project(tmp_path)
+    client = client_for(root)
+    during: list[dict[str, object]] = []
+    from fastrag.indexing.builder import build_index as build
+
+    def observed(*args: object, **kwargs: object) -> object:
+        def meanwhile(report: object) -> None:
+            def ask() -> None:
+                found = client.get("/search", params={"query": QUERY, "k": 2}).json()
+                during.append({"health": client.get("/healthz").json(), "search": found})
+
+            asker = threading.Thread(target=ask)
+            asker.start()
+            asker.join(60)
+
+        return build(*args, **kwargs, embedder=embedder, on_lexical=meanwhile)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(routes_module, "build_index", observed)
+    response = client.post("/index", json={"repo_path": "data/raw/repo", "vectors": "docs"})
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["vectors"] == 2 and body["lexical_generation"] != body["generation"]
+    (seen,) = during
+    health, found = seen["health"], seen["search"]
+    assert isinstance(health, dict) and isinstance(found, dict)
+    assert health["generation"] == body["lexical_generation"] and health["vectors_state"] == "building"
+    assert found["results"] and found["generation"] == body["lexical_generation"]
+    after = client.get("/healthz").json()
+    assert after["generation"] == body["generation"] and after["vectors_state"] == "ready"
