@@ -284,7 +284,7 @@ def finish_index(
                 stage.save_cache()
             report.seconds += time.perf_counter() - started
             return report
-        stage.note(lexical.name, pending, 0)  # index_status: vectors building, from now on
+        stage.note(lexical.name, len(stage.missing), 0)  # index_status: vectors building, from now on
         if on_lexical is not None:
             on_lexical(report)
         pause_point("lexical")
