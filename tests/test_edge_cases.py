@@ -197,6 +197,8 @@ CASES: dict[str, Case] = {
     "references missing index": case(1, "references", "Engine", "--index_dir", "nowhere"),
     "outline path outside the index": case(2, "outline", "../elsewhere.py"),
     "outline missing index": case(1, "outline", "a.py", "--index_dir", "nowhere"),
+    "index_status missing index": case(1, "index_status", "--index_dir", "nowhere"),
+    "index_status index_dir is a file": case(1, "index_status", "--index_dir", "a_file"),
     "grep empty pattern": case(2, "grep", ""),
     "grep invalid regex": case(2, "grep", "x(y", "--regex"),
     "grep --limit 0": case(2, "grep", "lora", "--limit", "0"),

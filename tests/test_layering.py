@@ -58,6 +58,7 @@ STAGES: list[tuple[str, list[str]]] = [
             "fastrag.indexing.reading",
             "fastrag.indexing.texts",
             "fastrag.indexing.lexical",
+            "fastrag.indexing.vector_stage",
             "fastrag.indexing.catalog",
             "fastrag.indexing.builder",
             "fastrag.indexing.shards",

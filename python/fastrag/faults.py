@@ -16,6 +16,9 @@ The points:
     the new generation fully written into its staging folder, not yet renamed;
 ``renamed``
     the generation folder renamed into place, ``CURRENT`` not yet replaced;
+``lexical``
+    a build with vectors has published its lexical generation, the vectors it lacks not yet embedded
+    (:mod:`fastrag.indexing.vector_stage`);
 ``before-rename:<file name>``
     an atomic write has written and flushed its temporary file, not yet renamed it over
     ``<file name>`` (see :func:`fastrag.indexing.storage.write_bytes_atomic`).

@@ -1,5 +1,6 @@
 """The commands coding agents and their users reach for beside ``search``: ``definitions``,
-``references``, ``outline`` and ``grep`` (mixed into :class:`fastrag.cli.commands.Commands`)."""
+``references``, ``outline``, ``grep``, ``watch`` and ``index_status`` (mixed into
+:class:`fastrag.cli.commands.Commands`)."""
 
 from __future__ import annotations
 
@@ -205,13 +206,20 @@ class AgentCommands:
             elif outcome.up_to_date:
                 print(f"{changed} changes, index up to date ({outcome.seconds:.2f} s)", flush=True)
             else:
+                vectors = f", {outcome.vectors} vectors ({outcome.embedded} embedded)" if outcome.vectors else ""
                 print(
                     f"{changed} changes: {outcome.chunked} files chunked, {outcome.removed} removed, "
-                    f"{outcome.chunks} chunks ({outcome.seconds:.2f} s) -> {outcome.path}",
+                    f"{outcome.chunks} chunks{vectors} ({outcome.seconds:.2f} s) -> {outcome.path}",
                     flush=True,
                 )
 
-        watcher = Watcher(repo, target, params, display_root=shown, on_build=report)
+        def searchable(lexical: IndexReport) -> None:
+            status(
+                f"fastrag: searchable now (lexical, {lexical.lexical_seconds:.2f} s) -> {lexical.lexical_path}; "
+                f"embedding {lexical.vectors_pending} chunks for the vectors"
+            )
+
+        watcher = Watcher(repo, target, params, display_root=shown, on_build=report, on_lexical=searchable)
         first = watcher.build()
         if isinstance(first, UserError):
             raise first
@@ -247,3 +255,26 @@ class AgentCommands:
         show(roots, 0)
         if not roots:
             status("no definitions")
+
+    @example("index_status --index_dir data/processed")
+    def index_status(self, *, index_dir: str | None = None) -> None:
+        """Print what the live index holds: its generation, files and chunks, and where its vectors stand:
+        lexical only, pending or building (searches rank by words meanwhile), or ready, with counts.
+
+        Example: fastrag index_status
+
+        Args:
+            index_dir: where the index lives (default: data/processed in fastrag's checkout, else
+                <repository>/.fastrag/index).
+        """
+        from fastrag.indexing.catalog import open_index
+        from fastrag.indexing.vector_stage import vector_status
+
+        where = index_arg(index_dir)
+        index = open_index(where)
+        generation = index.path.name  # of shards: a name of the catalog's generations
+        vectors = vector_status(where, generation, index.manifest)
+        print(f"generation {generation}: {len(set(index.chunks.paths))} files, {len(index.chunks)} chunks")
+        print(f"vectors {vectors['state']}: {vectors['note']}")
+        if vectors.get("error"):
+            print(f"last vector build stopped: {vectors['error']}")

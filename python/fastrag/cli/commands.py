@@ -83,7 +83,7 @@ class Commands(AgentCommands):
             ray: with --repos, build the shards as Ray tasks: local, auto or ray://host:port.
             no_ignore: also index what .gitignore, .git/info/exclude and .fastragignore files leave out.
         """
-        from fastrag.indexing.builder import IndexParams, build_index
+        from fastrag.indexing.builder import IndexParams, IndexReport, build_index
 
         size = int_arg("max_chunk_size", max_chunk_size, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)
         embed = text_arg("--vectors", vectors).strip()
@@ -101,7 +101,16 @@ class Commands(AgentCommands):
         repo, target, shown = repo_and_index(repo_path, index_dir)
         if (target / CATALOG_FILE).exists():
             raise UsageError(f"{target} holds shards: index them with --repos, or give another --index_dir")
-        report = build_index(repo, target, params, display_root=shown, ignore=ignore)
+
+        def searchable(lexical: IndexReport) -> None:
+            """The lexical generation is live, the vectors are next: say so before the model's wait."""
+            mark_state_dir(target)
+            status(
+                f"fastrag: searchable now (lexical, {lexical.lexical_seconds:.2f} s): {lexical.chunks} chunks "
+                f"-> {lexical.lexical_path}; embedding {lexical.vectors_pending} chunks for the vectors"
+            )
+
+        report = build_index(repo, target, params, display_root=shown, ignore=ignore, on_lexical=searchable)
         mark_state_dir(target)
         if report.up_to_date:
             print(f"index up to date: {report.files} files, {report.chunks} chunks ({report.seconds:.2f} s)")
@@ -110,8 +119,12 @@ class Commands(AgentCommands):
                 f"indexed {report.files} files into {report.chunks} chunks in {report.seconds:.2f} s "
                 f"({report.chunked} chunked, {report.reused} reused, {report.removed} removed) -> {report.path}"
             )
-            if report.vectors:
-                print(f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s")
+            if report.vectors or report.vectors_skipped:
+                skipped = f"; {report.vectors_skipped} skipped (the model cannot encode them)"
+                print(
+                    f"vectors: {report.vectors} chunks, {report.embedded} embedded in {report.embed_seconds:.2f} s"
+                    f"{skipped if report.vectors_skipped else ''}"
+                )
         if report.skipped:
             from fastrag.indexing.corpus import skipped_summary
 
@@ -189,6 +202,10 @@ class Commands(AgentCommands):
                 print(f"      {hit.line}")
         if refused:
             status(f"no snippet from {skipped_summary(list(refused.values())).removeprefix('skipped ')}")
+        if int(retriever.index.manifest.get("vectors_pending") or 0):
+            from fastrag.indexing.vector_stage import vector_status
+
+            status(f"fastrag: {vector_status(where, retriever.index.path.name, retriever.index.manifest)['note']}")
         print(SCORE_NOTE)
 
     @example("search_dataset --dataset_path data/datasets/UnansweredQuestions/dataset_docs_public.json --k 10")

@@ -68,7 +68,6 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
     """The index ``mcp`` serves: ``--index_dir`` as given; else the index of ``--repo_path``'s repository
     (or of the working directory's), ``<repository>/.fastrag/index``, built on first use with progress on
     stderr (in fastrag's checkout: ``data/processed``, never built here)."""
-    from fastrag.indexing.builder import build_index
     from fastrag.indexing.generations import current_generation
     from fastrag.workspace import INDEX_SUBDIR, repository_root
 
@@ -87,10 +86,55 @@ def served_index(index_dir: Any, repo_path: Any) -> Path:
         root, folder = workspace.root, workspace.index_dir
     if current_generation(folder) is None:
         status(f"fastrag: no index of {root} yet: indexing it into {folder}")
-        report = build_index(root, folder, display_root="")
+        build_until_searchable(root, folder)
         mark_state_dir(folder)
-        status(f"fastrag: indexed {report.files} files into {report.chunks} chunks in {report.seconds:.1f} s")
     return folder
+
+
+def build_until_searchable(root: Path, folder: Path) -> None:
+    """Index ``root`` into ``folder`` and return once a generation is live: with vectors to embed, the build
+    goes on in a background thread, its end (or error: the lexical generation stays live) said on stderr,
+    while the caller serves the lexical generation (the server follows the next one as it follows any)."""
+    import threading
+
+    from fastrag.errors import UserError
+    from fastrag.indexing.builder import build_index
+    from fastrag.indexing.records import IndexReport
+
+    live = threading.Event()
+    lock = threading.Lock()
+    done: list[IndexReport | BaseException] = []
+    background: list[bool] = []  # set once the caller has gone on serving: the thread says how it ended
+
+    def work() -> None:
+        outcome: IndexReport | BaseException
+        try:
+            outcome = build_index(root, folder, display_root="", on_lexical=lambda _: live.set())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, or said on stderr
+            outcome = exc
+        with lock:
+            done.append(outcome)
+            live.set()
+            tell = bool(background)
+        if tell and isinstance(outcome, IndexReport):
+            status(f"fastrag: vectors ready: {outcome.vectors} chunks ({outcome.embed_seconds:.1f} s)")
+        elif tell and isinstance(outcome, UserError):
+            status(f"fastrag: error: {outcome}")
+
+    thread = threading.Thread(target=work, name="fastrag-index", daemon=True)
+    thread.start()
+    live.wait()
+    with lock:
+        if not done:
+            background.append(True)
+    if background:
+        status("fastrag: searchable now (lexical); embedding the vectors in the background")
+        return
+    thread.join()
+    outcome = done[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    status(f"fastrag: indexed {outcome.files} files into {outcome.chunks} chunks in {outcome.seconds:.1f} s")
 
 
 class IndexTexts:

@@ -11,7 +11,9 @@ file (default: Markdown/reST) are embedded as "file path, heading path, span" cu
 ``embed_tokens`` tokens, and stored in the generation as an int8 vector index. Vectors are
 cached by a digest of (model, token budget, embedded text) in ``<index_dir>/embeddings.npz``,
 outside the generations, so an unchanged chunk is never embedded twice, whatever else changed;
-the model is not even loaded when every vector is cached.
+the model is not even loaded when every vector is cached. What the cache lacks is embedded after
+the lexical generation is published, and published as the next one
+(:mod:`fastrag.indexing.vector_stage`): the first search never waits for the model.
 
 A build is two steps, :func:`plan_index` (walk, fingerprints, chunking) and :func:`finish_index`
 (lexical indexes, vectors, publication), so that a distributed build can embed the texts every
@@ -23,14 +25,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from fastrag.config import OV_CACHE_DIR_NAME, TABLE_WINDOW_SIZE
+from fastrag.config import DEFAULT_MODELS_DIR, TABLE_WINDOW_SIZE
 from fastrag.errors import UserError
 from fastrag.faults import pause_point
 from fastrag.indexing.chunking import Chunk, chunk_file
@@ -56,8 +58,9 @@ from fastrag.indexing.generations import (
     claim_index_dir,
     clean_leftovers,
     current_generation,
-    index_lock,
     publish,
+    publish_successor,
+    read_manifest,
     seal_manifest,
     verified_json,
     verify_generation,
@@ -101,6 +104,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from fastrag.indexing.embed import ModelFiles, TextEmbedder
+    from fastrag.indexing.vector_stage import VectorStage
     from fastrag.indexing.vectors import VectorIndex
 
 #: Fewer changed files than this are chunked in-process (a pool costs more than it saves).
@@ -122,6 +126,7 @@ def build_index(
     embedder: TextEmbedder | None = None,
     text_prefix: str = "",
     ignore: bool = True,
+    on_lexical: Callable[[IndexReport], None] | None = None,
 ) -> IndexReport:
     """Index the repository at ``repo_path`` into ``index_dir``, reusing what has not changed.
 
@@ -132,6 +137,8 @@ def build_index(
     ``text_prefix``: a folder prepended to each file's relative path in the text BM25 indexes (a
     shard's repository name, so that its chunks index as in one index over all the repositories).
     ``ignore``: leave out what the tree's ignore files name (:mod:`fastrag.indexing.ignores`).
+    ``on_lexical(report)``: called once the lexical generation is live while vectors are still to be
+    embedded (:func:`finish_index`).
     """
     plan = plan_index(
         repo_path,
@@ -143,7 +150,7 @@ def build_index(
         text_prefix=text_prefix,
         ignore=ignore,
     )
-    return finish_index(plan, models_dir=models_dir, embedder=embedder, progress=progress)
+    return finish_index(plan, models_dir=models_dir, embedder=embedder, progress=progress, on_lexical=on_lexical)
 
 
 def plan_index(
@@ -222,38 +229,125 @@ def plan_index(
 
 
 def finish_index(
-    plan: IndexPlan, *, models_dir: Path | None = None, embedder: TextEmbedder | None = None, progress: bool = True
+    plan: IndexPlan,
+    *,
+    models_dir: Path | None = None,
+    embedder: TextEmbedder | None = None,
+    progress: bool = True,
+    on_lexical: Callable[[IndexReport], None] | None = None,
 ) -> IndexReport:
-    """The second step of :func:`build_index`: BM25, vectors (``embedder`` if given, else the model of
-    ``models_dir``, loaded only if some vector is not cached), then publish the new generation."""
+    """The second step of :func:`build_index`: BM25, then publication.
+
+    With vectors, in two generations (:mod:`fastrag.indexing.vector_stage`): the lexical one, with the
+    vectors the cache already holds, searchable at once (``on_lexical(report)`` is called then, unless it
+    is the whole build); then, once the rest is embedded (``embedder`` if given, else the model of
+    ``models_dir``, loaded only if some vector is not cached), the same files with every vector. A model
+    that is missing or cannot be loaded is a one-line :class:`UserError` raised after the lexical
+    publication, which stays live. A build that finds its lexical generation live with vectors pending (a
+    build stopped during its vectors) only finishes them.
+    """
     report = plan.report
-    if report.up_to_date:
-        return report
+    spec = plan.params.embed_spec()
     started = time.perf_counter()
-    repo_path, index_dir, params, root, ordered = plan.repo_path, plan.index_dir, plan.params, plan.root, plan.records
-    spec = params.embed_spec()
-    indexes = lexical_indexes(repo_path, ordered, params, plan.text_prefix, plan.base)
-    vectors = None
-    embed_model = ""
-    if spec is not None:
-        embed_started = time.perf_counter()
-        chunk_ids, texts = vector_inputs(repo_path, ordered, spec, plan.text_prefix)
-        vectors, report.embedded, embed_model = _embed_cached(
-            index_dir, chunk_ids, texts, params.embed_tokens, models_dir, embedder, progress
+    models = models_dir if models_dir is not None else DEFAULT_MODELS_DIR
+    stage: VectorStage | None
+    if report.up_to_date:
+        if spec is None or report.path is None or not int(read_manifest(report.path).get("vectors_pending") or 0):
+            return report
+        lexical = report.path
+        report.up_to_date = False
+        report.lexical_path = lexical
+        stage = _stage(plan, spec, models, embedder)
+    else:
+        repo_path, index_dir, params, root, ordered = (
+            plan.repo_path, plan.index_dir, plan.params, plan.root, plan.records
+        )  # fmt: skip
+        indexes = lexical_indexes(repo_path, ordered, params, plan.text_prefix, plan.base)
+        stage = _stage(plan, spec, models, embedder) if spec is not None else None
+        partial, skipped = stage.index() if stage is not None else (None, 0)
+        pending = stage.pending if stage is not None else 0
+        model_id = stage.model_id if partial is not None and stage is not None else ""
+        extra = {"vectors_pending": pending, "vectors_skipped": skipped}
+        lexical = publish(
+            index_dir,
+            lambda staging: _write_generation(
+                staging, ordered, indexes, params, root, plan.text_prefix, repo_path, partial, model_id, extra
+            ),
         )
-        report.vectors = len(vectors)
-        report.embed_seconds = time.perf_counter() - embed_started
-    report.path = publish(
-        index_dir,
-        lambda staging: _write_generation(
-            staging, ordered, indexes, params, root, plan.text_prefix, repo_path, vectors, embed_model
-        ),
-    )
-    _PUBLISHED[index_dir.resolve()] = _Published(
-        report.path, params, root, texts_fingerprint(plan.text_prefix), ordered, _Published.stat(report.path)
-    )
+        _remember(plan, lexical)
+        report.path = report.lexical_path = lexical
+        report.lexical_seconds = report.seconds + time.perf_counter() - started
+        report.vectors = len(partial) if partial is not None else 0
+        report.vectors_skipped, report.vectors_pending = skipped, pending
+        if stage is None or not stage.missing:
+            if stage is not None and not stage.cache_is_trim():
+                stage.save_cache()
+            report.seconds += time.perf_counter() - started
+            return report
+        stage.note(lexical.name, len(stage.missing), 0)  # index_status: vectors building, from now on
+        if on_lexical is not None:
+            on_lexical(report)
+        pause_point("lexical")
+    assert stage is not None
+    _finish_vectors(plan, stage, lexical, models, embedder, progress)
     report.seconds += time.perf_counter() - started
     return report
+
+
+def _stage(plan: IndexPlan, spec: EmbedSpec, models: Path, embedder: TextEmbedder | None) -> VectorStage:
+    """The vector stage of ``plan``: the chunks ``spec`` embeds, and what the cache holds of them."""
+    from fastrag.indexing.vector_stage import VectorStage
+
+    chunk_ids, texts = vector_inputs(plan.repo_path, plan.records, spec, plan.text_prefix)
+    return VectorStage.prepare(plan.index_dir, chunk_ids, texts, plan.params.embed_tokens, models, embedder)
+
+
+def _finish_vectors(
+    plan: IndexPlan,
+    stage: VectorStage,
+    lexical: Path,
+    models: Path,
+    embedder: TextEmbedder | None,
+    progress: bool,
+) -> None:
+    """Embed what ``stage`` lacks and publish generation ``lexical`` again with every vector (unless another
+    build has published since: its next build finds the vectors in the cache); into ``plan.report``."""
+    from fastrag.indexing.vector_stage import write_successor
+    from fastrag.indexing.vectors import ARRAYS_FILE, USEARCH_FILE
+
+    report = plan.report
+    embed_started = time.perf_counter()
+    try:
+        report.embedded, _ = stage.embed(lexical.name, models, embedder, progress)
+    except UserError as exc:
+        live = f"the lexical index {lexical.name} stays live: searches rank by words"
+        raise UserError(f"{' '.join(str(exc).split())} ({live})") from exc
+    vectors, skipped = stage.index()
+    report.embed_seconds = time.perf_counter() - embed_started
+    n_vectors = len(vectors) if vectors is not None else 0
+    updates = {
+        "vectors": n_vectors,
+        "embed_model": stage.model_id if vectors is not None else "",
+        "vectors_pending": 0,
+        "vectors_skipped": skipped,
+    }
+    replaced = {USEARCH_FILE, ARRAYS_FILE}
+    final = publish_successor(
+        plan.index_dir, lexical, lambda staging: write_successor(staging, lexical, vectors, updates, replaced)
+    )
+    stage.finished(lexical.name)
+    if final is not None:
+        report.path = final
+        _remember(plan, final)
+    report.vectors = n_vectors
+    report.vectors_skipped, report.vectors_pending = skipped, 0
+
+
+def _remember(plan: IndexPlan, path: Path) -> None:
+    """Note generation ``path`` as this process's latest publication of ``plan`` (see :data:`_PUBLISHED`)."""
+    _PUBLISHED[plan.index_dir.resolve()] = _Published(
+        path, plan.params, plan.root, texts_fingerprint(plan.text_prefix), plan.records, _Published.stat(path)
+    )
 
 
 def missing_texts(plan: IndexPlan, files: ModelFiles) -> list[str]:
@@ -380,40 +474,6 @@ def vector_inputs(
     return ids, texts
 
 
-def _embed_cached(
-    index_dir: Path,
-    chunk_ids: list[int],
-    texts: list[str],
-    max_tokens: int,
-    models_dir: Path | None,
-    embedder: TextEmbedder | None,
-    progress: bool,
-) -> tuple[VectorIndex, int, str]:
-    """The vector index of ``texts``, embedding only those not in the cache; the count embedded; the model id."""
-    import numpy as np
-
-    from fastrag.config import DEFAULT_MODELS_DIR
-    from fastrag.indexing.embed import Embedder, model_fingerprint, resolve_model
-    from fastrag.indexing.vectors import CACHE_FILE, EmbeddingCache, VectorIndex, text_key
-
-    models = models_dir if models_dir is not None else DEFAULT_MODELS_DIR
-    files = embedder.files if embedder is not None else resolve_model(models)
-    cache = EmbeddingCache.load(index_dir / CACHE_FILE, model_fingerprint(files))
-    keys = [text_key(t, max_tokens) for t in texts]
-    missing = cache.missing(keys)
-    if missing:
-        wanted = set(missing)
-        todo = {k: t for k, t in zip(keys, texts) if k in wanted}
-        model = embedder if embedder is not None else Embedder(files, cache_dir=models / OV_CACHE_DIR_NAME)
-        fresh = model.embed([todo[k] for k in missing], max_tokens, progress=progress)
-        cache.entries.update(zip(missing, fresh))
-    if missing or len(cache.entries) != len(set(keys)):
-        with index_lock(index_dir):  # an indexer publishing beside this one prunes temporary files
-            cache.save(index_dir / CACHE_FILE, keep=keys)
-    index = VectorIndex.build(np.array(chunk_ids, dtype=np.int64), cache.vectors(keys))
-    return index, len(missing), cache.model_id
-
-
 def _write_generation(
     staging: Path,
     records: list[FileRecord],
@@ -424,9 +484,10 @@ def _write_generation(
     repo_path: Path,
     vectors: VectorIndex | None = None,
     embed_model: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """Write every file of a generation into ``staging`` (``indexes``: the BM25 indexes of the
-    chunks, of the heading lines and of the chunks' definitions)."""
+    chunks, of the heading lines and of the chunks' definitions; ``extra``: more manifest keys)."""
     for index, name in zip(indexes, BM25_FILES):
         index.save(str(staging / name))
     if vectors is not None:
@@ -459,6 +520,7 @@ def _write_generation(
         "chunks": len(table["start"]),
         "vectors": len(vectors) if vectors is not None else 0,
         "embed_model": embed_model,
+        **(extra or {}),
     }
     seal_manifest(staging, manifest)
 

@@ -249,8 +249,11 @@ class Embedder:
             if cache_dir is not None and _writable_dir(cache_dir):
                 core.set_property({"CACHE_DIR": str(cache_dir)})
             compiled = core.compile_model(str(files.model), "CPU", COMPILE_CONFIG)
-        except Exception as exc:  # the files exist but cannot be used: name them
-            raise UserError(f"cannot load the embedding model ({files.source}): {exc}") from exc
+        except Exception as exc:  # the files exist but cannot be used: name them, on one line
+            why = " ".join(str(exc).split())[:300]
+            raise UserError(
+                f"cannot load the embedding model {files.model} (tokenizer {files.tokenizer}, {files.source}): {why}"
+            ) from exc
         self._tokenizer.no_padding()
         self._inputs = {port.get_any_name() for port in compiled.inputs}
         if "input_ids" not in self._inputs:
@@ -301,14 +304,16 @@ class Embedder:
         """Embed ``texts``, each cut to its first ``max_tokens`` tokens (specials included).
 
         Returns an ``(n, 384)`` float32 array of L2-normalised mean-pooled vectors, in the order
-        of ``texts``. A text's vector does not depend on the other texts of the call.
+        of ``texts``. A text's vector does not depend on the other texts of the call. A text the
+        tokenizer refuses (lone surrogates) gets a zero row, as a blank query does.
         """
         self._set_truncation(max_tokens)
         out = np.zeros((len(texts), DIM), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        ids = [e.ids for e in encodings]
+        encoded = self._encode(texts)
+        rows_of = [i for i, x in enumerate(encoded) if x is not None]
+        ids = [x for x in encoded if x is not None]
         padded = np.array([-(-len(x) // PAD_MULTIPLE) * PAD_MULTIPLE for x in ids])
         order = np.argsort(-padded, kind="stable")  # longest first: the bar's pace only improves
         with tqdm(total=len(texts), desc="embedding", unit="text", disable=not progress) as bar:
@@ -319,10 +324,23 @@ class Embedder:
                 while hi < len(order) and hi - lo < BATCH_SIZE and padded[order[hi]] == width:
                     hi += 1
                 rows = order[lo:hi]
-                out[rows] = self._run([ids[i] for i in rows], width)
+                out[[rows_of[i] for i in rows]] = self._run([ids[i] for i in rows], width)
                 bar.update(hi - lo)
                 lo = hi
         return out
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int] | None]:
+        """The token ids of each text (specials included); ``None`` for one the tokenizer refuses."""
+        try:
+            return [e.ids for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=True)]
+        except Exception:  # noqa: BLE001 - one refused text fails the batch: encode them one by one
+            encoded: list[list[int] | None] = []
+            for text in texts:
+                try:
+                    encoded.append(self._tokenizer.encode(text, add_special_tokens=True).ids)
+                except Exception:  # noqa: BLE001 - whatever the tokenizer raises, this text has no vector
+                    encoded.append(None)
+            return encoded
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Embed questions: a query's vector is the same alone or in any batch (up to rounding); blank ones get zeros.

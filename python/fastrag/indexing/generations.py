@@ -15,10 +15,13 @@ Layout under the index directory::
         digests.json   every file's content hash (what a query-time reader checks: :mod:`fastrag.indexing.reading`)
         vectors.*      optional: int8 chunk vectors (see :mod:`fastrag.indexing.vectors`)
     embeddings.npz     vector cache of the builder, outside the generations (see :mod:`fastrag.indexing.builder`)
+    vectors.progress.json  how far the vector stage of a build is (:mod:`fastrag.indexing.vector_stage`)
 
 A new index is written into a staging folder, renamed to its generation name and published by
 replacing ``CURRENT``: a crash at any point leaves the previous generation live and intact,
-and a reader never sees a mix of two indexes. The previous generation (the one ``CURRENT``
+and a reader never sees a mix of two indexes. A build with vectors publishes twice: the lexical
+generation first (searchable at once), then the same files with the vectors
+(:func:`publish_successor`, :mod:`fastrag.indexing.vector_stage`). The previous generation (the one ``CURRENT``
 named before) is kept one round longer so that a reader that has just read ``CURRENT`` can
 still load it; anything else (a generation a killed run renamed but never published, a staging
 folder, a temporary file) is removed by the next run (:func:`clean_leftovers`).
@@ -106,9 +109,28 @@ def publish(index_dir: Path, write: Callable[[Path], None]) -> Path:
     previous generation stays live; a failed write (read-only or full disk) is a :class:`UserError`.
     Afterwards only the new generation and the one ``CURRENT`` named before remain (:func:`_prune`).
     """
+    final = _publish(index_dir, write, None)
+    assert final is not None
+    return final
+
+
+def publish_successor(index_dir: Path, predecessor: Path, write: Callable[[Path], None]) -> Path | None:
+    """:func:`publish`, only while ``predecessor`` is the live generation (checked under the lock, so no
+    other publication comes between); ``None``, nothing written, when another has replaced it since.
+
+    What the vector stage publishes after the lexical generation it completes
+    (:mod:`fastrag.indexing.vector_stage`): a newer build's generation is never replaced by an older one's.
+    """
+    return _publish(index_dir, write, predecessor.name)
+
+
+def _publish(index_dir: Path, write: Callable[[Path], None], expected: str | None) -> Path | None:
+    """:func:`publish`; with ``expected``, only while the live generation has that name."""
     claim_index_dir(index_dir)
     with index_lock(index_dir):
         previous = _live_name(index_dir)
+        if expected is not None and previous != expected:
+            return None
         gen_id = f"gen-{time.time_ns():x}-{os.getpid()}"
         staging = index_dir / f".{gen_id}.tmp"
         try:

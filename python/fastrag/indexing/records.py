@@ -165,6 +165,14 @@ class IndexReport:
     vectors: int = 0
     embedded: int = 0
     embed_seconds: float = 0.0
+    #: The generation published first, searchable while the vectors were built (see
+    #: :mod:`fastrag.indexing.vector_stage`), and the seconds from the build's start until it was live.
+    lexical_path: Path | None = None
+    lexical_seconds: float = 0.0
+    #: Chunks left without a vector: the model could not encode them (skipped), or, in a report of the
+    #: lexical publication, not embedded yet (pending).
+    vectors_skipped: int = 0
+    vectors_pending: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,8 +292,8 @@ class ShardedVectors:
 
 
 def text_key(text: str, max_tokens: int) -> bytes:
-    """The cache key of a text embedded with a token budget."""
-    return hashlib.blake2b(f"{max_tokens}\0{text}".encode(), digest_size=KEY_BYTES).digest()
+    """The cache key of a text embedded with a token budget (a text with lone surrogates has one too)."""
+    return hashlib.blake2b(f"{max_tokens}\0{text}".encode("utf-8", "surrogatepass"), digest_size=KEY_BYTES).digest()
 
 
 class EmbeddingCache:

@@ -4,10 +4,11 @@
 file the indexer reads (an edit, a new, deleted or renamed file, a branch checkout) is noted as pending;
 once no change has come for :data:`DEBOUNCE_MS` (or a burst has lasted :data:`MAX_GROUP_MS`), one
 incremental :func:`~fastrag.indexing.builder.build_index` publishes a new generation (a burst of a
-thousand changes is one build). Changes that arrive during a build are picked up by the next one. A
-failed build leaves the previous generation live and is reported in :meth:`Watcher.status`; the watcher
-keeps going. Readers (``search``, ``mcp``, ``serve``) follow the new
-generation as they follow any other (:class:`fastrag.server.live.LiveIndex`).
+thousand changes is one build); with vectors to embed, the lexical one first, then the one with vectors
+(:mod:`fastrag.indexing.vector_stage`; :meth:`Watcher.status` says which phase runs). Changes that
+arrive during a build are picked up by the next one. A failed build leaves the previous generation live
+and is reported in :meth:`Watcher.status`; the watcher keeps going. Readers (``search``, ``mcp``,
+``serve``) follow the new generation as they follow any other (:class:`fastrag.server.live.LiveIndex`).
 """
 
 from __future__ import annotations
@@ -60,15 +61,21 @@ class Watcher:
         display_root: str | None = None,
         debounce_ms: int = DEBOUNCE_MS,
         on_build: Callable[[IndexReport | UserError, int], None] | None = None,
+        on_lexical: Callable[[IndexReport], None] | None = None,
     ) -> None:
         """Watch ``repo_path`` (absolute) for ``index_dir``; ``on_build(report or error, files changed)``
-        after every build."""
+        after every build, ``on_lexical(report)`` when a build has published its lexical generation and
+        goes on to embed the vectors it lacks (:func:`~fastrag.indexing.builder.finish_index`)."""
         self.repo = Path(os.path.abspath(repo_path))
         self.index_dir = index_dir
         self.params = params or IndexParams()
         self.display_root = display_root
         self.debounce_ms = debounce_ms
         self.on_build = on_build
+        self.on_lexical = on_lexical
+        #: What the build under way does: ``lexical`` (chunks, BM25, the first publication), then
+        #: ``vectors`` when it embeds what the cache lacks; ``None`` between builds.
+        self.phase: str | None = None
         self.builds = 0
         self.last_build: float | None = None
         self.last_error: str | None = None
@@ -101,6 +108,7 @@ class Watcher:
         return {
             "watching": self._thread is not None and self._thread.is_alive(),
             "building": self.building,
+            "phase": self.phase,
             "pending": pending[:100],
             "pending_count": len(pending),
             "builds": self.builds,
@@ -114,21 +122,34 @@ class Watcher:
             changed = len(self._pending)
             self._pending.clear()
             self.building = True
+            self.phase = "lexical"
         try:
             outcome: IndexReport | UserError = build_index(
-                self.repo, self.index_dir, self.params, display_root=self.display_root, progress=False
+                self.repo,
+                self.index_dir,
+                self.params,
+                display_root=self.display_root,
+                progress=False,
+                on_lexical=self._lexical_published,
             )
             self.last_error = None
-        except UserError as exc:  # e.g. every file deleted: the previous generation stays live
+        except UserError as exc:  # e.g. every file deleted, or no embedding model: the last generation stays live
             outcome = exc
             self.last_error = str(exc)
         finally:
             self.building = False
+            self.phase = None
         self.builds += 1
         self.last_build = time.time()
         if self.on_build is not None:
             self.on_build(outcome, changed)
         return outcome
+
+    def _lexical_published(self, report: IndexReport) -> None:
+        """The build's lexical generation is live; its vectors come next."""
+        self.phase = "vectors"
+        if self.on_lexical is not None:
+            self.on_lexical(report)
 
     def run(self) -> None:
         """Watch until :meth:`stop` (blocking): each debounced burst of indexed changes is one build."""

@@ -154,6 +154,11 @@ class Retriever:
             return [[] for _ in queries]
         clean = [clean_query(q) for q in queries]
         if mode == "vector" and not self.index.has_vectors:
+            if int(self.index.manifest.get("vectors_pending") or 0):
+                raise UserError(
+                    f"the index in {self.index.path.parent} has no vectors yet (an index build is making them, "
+                    "or `index` finishes them): search lexical or hybrid meanwhile"
+                )
             raise UserError(f"the index in {self.index.path.parent} has no vectors: re-run `index` with vectors")
         chunks = self.index.chunks
         depth = max(k * OVERFETCH, self.fusion_depth) if mode == "hybrid" else k * OVERFETCH

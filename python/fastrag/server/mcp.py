@@ -8,7 +8,7 @@ bound to 127.0.0.1 unless told otherwise):
   they were indexed (:class:`~fastrag.indexing.reading.IndexedFiles`: a file swapped for a link or
   changed since is refused);
 * ``answer``: a cited answer (the model is loaded on the first question, chosen as the CLI chooses it);
-* ``index_status``: generation, files, chunks, vectors, model.
+* ``index_status``: generation, files, chunks, vectors (lexical only, pending, building or ready), model.
 
 The process reuses the HTTP server's parts: the live index is opened once and follows new generations
 (:class:`~fastrag.server.live.LiveIndex`), file texts are cached (:class:`~fastrag.server.texts.SourceTexts`)
@@ -153,7 +153,10 @@ class Tools:
         }
 
     def index_status(self) -> dict[str, Any]:
-        """What is indexed, and the model."""
+        """What is indexed, and the model; ``vectors_status``: lexical only, vectors pending, building or
+        ready, with counts (:func:`~fastrag.indexing.vector_stage.vector_status`)."""
+        from fastrag.indexing.vector_stage import vector_status
+
         live = self.results.current()
         index = live.retriever.index
         shards = index.manifest.get(SHARDS_KEY)
@@ -162,6 +165,7 @@ class Tools:
             "files": len(live.paths),
             "chunks": len(index.chunks),
             "vectors": int(index.manifest.get("vectors") or 0),
+            "vectors_status": vector_status(self.live.index_dir, live.generation, index.manifest),
             "repository": repository_name(index.manifest),
             "repository_path": index.manifest.get("repo_path"),
             "version": version(),
@@ -410,6 +414,9 @@ def create_server(tools: Tools) -> Any:
     @server.tool(annotations=read_only)
     def index_status(max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """What is indexed: the live index generation, its files, chunks and vectors, and the answer model.
+
+        vectors_status.state: lexical (no vectors asked), pending or building (searches rank by words
+        meanwhile), or ready, with counts.
 
         max_tokens: budget of the response (100..100000, default 2000).
         """

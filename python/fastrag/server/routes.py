@@ -29,6 +29,7 @@ from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.schemas import MinimalSource
 from fastrag.server import schemas
 from fastrag.server.errors import ApiError
+from fastrag.server.live import Live
 from fastrag.server.responses import answer_events, answer_payload, json_response, stream, stream_fixed
 from fastrag.server.results import encode
 from fastrag.server.schemas import (
@@ -85,6 +86,7 @@ async def healthz(s: App) -> dict[str, Any]:
         "files": len(live.paths) if live else 0,
         "chunks": len(live.retriever.index.chunks) if live else 0,
         "vectors": bool(live and live.retriever.index.has_vectors),
+        "vectors_state": vectors_state(s.index_dir, live) if live else None,
         "index_error": relative(error),
         "model": relative(s.answerer.name),
         "model_note": relative(s.answerer.note),
@@ -93,6 +95,14 @@ async def healthz(s: App) -> dict[str, Any]:
         "cache_hits": s.results.cache.hits,
         "cache_misses": s.results.cache.misses,
     }
+
+
+def vectors_state(index_dir: Path, live: Live) -> str:
+    """The live generation's vectors: ``lexical``, ``pending``, ``building`` or ``ready``
+    (:func:`~fastrag.indexing.vector_stage.vector_status`)."""
+    from fastrag.indexing.vector_stage import vector_status
+
+    return str(vector_status(index_dir, live.generation, live.retriever.index.manifest)["state"])
 
 
 @reading.get(
@@ -248,5 +258,8 @@ async def index(s: App, args: IndexArgs) -> Response:
             "removed": report.removed,
             "skipped": len(report.skipped),
             "vectors": report.vectors,
+            "vectors_skipped": report.vectors_skipped,
+            "lexical_generation": report.lexical_path.name if report.lexical_path is not None else None,
+            "lexical_seconds": round(report.lexical_seconds, 3),
         }
     )

@@ -228,6 +228,11 @@ class IndexResponse(BaseModel):
     removed: int
     skipped: int
     vectors: int
+    #: Chunks the embedding model cannot encode (left without a vector).
+    vectors_skipped: int = 0
+    #: The generation published first (lexical, searchable while the vectors were embedded), and when.
+    lexical_generation: str | None = None
+    lexical_seconds: float = 0.0
 
 
 class SearchDatasetRequest(FilteredRequest):
@@ -285,6 +290,8 @@ class Health(BaseModel):
     files: int
     chunks: int
     vectors: bool
+    #: ``lexical`` (no vectors asked), ``pending`` / ``building`` (searches rank by words meanwhile), ``ready``.
+    vectors_state: Literal["lexical", "pending", "building", "ready"] | None = None
     index_error: str | None
     model: str
     model_note: str | None = None
