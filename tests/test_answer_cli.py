@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +273,32 @@ def test_answer_dataset_chooses_contexts_with_the_embedding_model(
     report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
     assert report.resumed == 0 and report.generated == 3
     assert all(r["answer"] != "stale" for r in json.loads(target.read_text())["search_results"])
+
+
+@pytest.mark.parametrize("few", [4, 0])
+def test_answer_dataset_generates_what_it_asks_alone_or_batched(
+    indexed: Path, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch, few: int
+) -> None:
+    """Questions that ask the model (here every one, as when no lead answers) are generated one at a time when
+    they are few, by the batching scheduler otherwise; either way each is answered and grounded."""
+    from fastrag.answering.grounding import short_prompt
+
+    results = search_results(indexed)
+    monkeypatch.chdir(indexed)
+    monkeypatch.setattr(answering, "answer_prompt", lambda p, render, count: short_prompt(p, render, count))
+    monkeypatch.setattr(answering, "FEW_ASKED", few)
+    batches: list[int] = []
+    original = Generator.generate_iter
+
+    def counted(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        batches.append(self._max_batch)
+        yield from original(self, prompts, max_new_tokens)
+
+    monkeypatch.setattr(Generator, "generate_iter", counted)
+    report = answer_dataset(
+        results, indexed / "answers", str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False
+    )
+    assert report.asked == 3 and report.generated == 3 and report.without_sources == 1
+    assert batches == ([] if few else [8])  # alone: streamed on the one-prompt pipeline; else one batched run
+    saved = json.loads((indexed / "answers" / results.name).read_text())["search_results"]
+    assert all(r["answer"] for r in saved)

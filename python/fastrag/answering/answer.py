@@ -75,6 +75,10 @@ ANSWER_NAME_WORDS = 8
 ANSWER_NAME_HASH = 10
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
 PROMPT_VERSION = 7
+#: ``answer_dataset`` generates up to this many answers one at a time on its one-prompt pipeline; more are
+#: worth loading the continuous-batching scheduler for (~1.5 s more than the one-prompt load, then
+#: batches; an answer alone costs ~1–3 s here).
+FEW_ASKED = 4
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
 #: (32 lost a code question; benches/RESULTS.md "Answers").
@@ -353,6 +357,20 @@ def answer(
     return result
 
 
+def _generated(
+    generator: Generator, spec: ModelSpec, asked: Sequence[tuple[int, Prompt]], max_new_tokens: int, batch_size: int
+) -> Iterator[tuple[int, Prompt, str]]:
+    """``(index, prompt, model text)`` of each of ``asked``: one at a time on ``generator`` when they are at most
+    :data:`FEW_ASKED`, else by a continuous-batching scheduler of ``batch_size`` loaded for them."""
+    if len(asked) <= FEW_ASKED:
+        for i, prompt in asked:
+            yield i, prompt, generator.stream(prompt.text, max_new_tokens)
+        return
+    batched = load_generator(spec, max_batch=batch_size)
+    for j, text in batched.generate_iter((p.text for _, p in asked), max_new_tokens):
+        yield (*asked[j], text)
+
+
 def answers_folder(index_dir: Path) -> Path:
     """Where ``answer`` saves by default: beside ``index_dir``, as the answers folder is beside the
     default index (``data/output/search_results_and_answer`` for ``data/processed``)."""
@@ -461,8 +479,9 @@ def answer_dataset(
 
     The output has the input's base name in ``save_directory`` (never the input itself). A question whose
     lead answers it is answered as soon as its prompt is built (:func:`prompt_for`: nothing is generated);
-    the others are then generated, up to ``batch_size`` at once, by the continuous-batching scheduler (the
-    next question starts as soon as one is answered). Every ``batch_size`` answers, and when interrupted,
+    the others are then generated: one at a time when they are few (:data:`FEW_ASKED`), else up to
+    ``batch_size`` at once by the continuous-batching scheduler (the next question starts as soon as one
+    is answered). Every ``batch_size`` answers, and when interrupted,
     the answers so far are saved to :func:`partial_path`, so a rerun only answers the missing ones.
     """
     started = time.perf_counter()
@@ -490,14 +509,16 @@ def answer_dataset(
     todo = [r for r in results.search_results if r.question_id not in done]
     report = DatasetReport(target, len(results.search_results), 0, resumed, without, 0.0)
     if todo and choice is not None:
-        generator = load_generator(choice.spec, max_batch=batch_size)
+        # the one-prompt pipeline: its compiled model is cached (~0.5 s against ~2 s for the scheduler's),
+        # and its tokenizer builds every prompt; the scheduler is loaded only when many questions ask the model
+        generator = load_generator(choice.spec)
         report.load = generator.info
         reader = SpanReader()
         asked: list[tuple[int, Prompt]] = []  # the questions the model is asked about: (index in todo, prompt)
 
         def answered() -> Iterator[tuple[int, Prompt, str]]:
             """``(index in todo, prompt, model text)``: first every question the lead answers, as its prompt is
-            built; then those the model is asked about, generated together by the scheduler."""
+            built; then those the model is asked about (:func:`_generated`)."""
             for i, r in enumerate(todo):
                 prompt = prompt_for(generator, r.question, r.retrieved_sources, budget, reader, similarity)
                 if prompt.text:
@@ -505,8 +526,7 @@ def answer_dataset(
                 else:
                     yield i, prompt, ""
             report.asked = len(asked)
-            for j, text in generator.generate_iter((p.text for _, p in asked), max_new_tokens):
-                yield (*asked[j], text)
+            yield from _generated(generator, choice.spec, asked, max_new_tokens, batch_size)
 
         unsaved = 0
         with tqdm(total=len(results.search_results), initial=len(results.search_results) - len(todo),
