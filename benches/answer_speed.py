@@ -10,7 +10,7 @@ Variants (the ``lead`` grounding of every one; the lead and quoted key lines are
 
 - ``full``: the grounded prompt (key lines and the whole context, ~480 tokens), 80 new tokens (before);
 - ``short``: the prompt of :func:`fastrag.answering.grounding.short_prompt` when the tree has it (the lead
-  and key lines alone), its own new tokens;
+  and key lines alone), 48 new tokens;
 - ``none``: no generation: the lead and the quoted key lines.
 
 ``score`` generates each variant's raw text once per question on the continuous-batching pipeline
@@ -46,8 +46,8 @@ from fastrag.schemas import MinimalSearchResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "data/bench/answer_speed"
-#: The short variant's new tokens: the tree's own when it has them.
-SHORT_TOKENS: int = getattr(grounding, "SHORT_MAX_NEW_TOKENS", DEFAULT_MAX_NEW_TOKENS)
+#: The short variant's new tokens: one sentence and its citation.
+SHORT_TOKENS = 48
 
 
 def prompts_of(

@@ -76,8 +76,7 @@ ANSWER_NAME_HASH = 10
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
 PROMPT_VERSION = 7
 #: ``answer_dataset`` generates up to this many answers one at a time on its one-prompt pipeline; more are
-#: worth loading the continuous-batching scheduler for (~1.5 s more than the one-prompt load, then
-#: batches; an answer alone costs ~1–3 s here).
+#: worth loading the continuous-batching scheduler for (it compiles at every load, then runs them together).
 FEW_ASKED = 4
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
@@ -257,8 +256,9 @@ def generate_answer(
     """Generate the answer to a built ``prompt``, streaming what is shown of it to ``on_text``.
 
     The answer is cleaned, grounded and cited as saved (:func:`~fastrag.answering.grounding.grounded_answer`).
-    Under the ``lead`` policy its first line (the best key line) is streamed before generation starts and
-    the rest when generation ends: the model's text is never shown before it is checked. Under the other
+    A prompt with no text (its lead answers: :func:`prompt_for`) is not generated from. Under the ``lead``
+    policy its first line (the lead) is streamed before generation starts and the rest when generation
+    ends: the model's text is never shown before it is checked. Under the other
     policies the model's text streams as it comes (citations expanded) and what the grounding adds after
     it comes last.
     """

@@ -15,7 +15,7 @@ embedding model's cosine when installed), and asks for a short answer in their w
   the key lines alone when that whole is degenerate (the model looped, or repeated the lines it was given);
 - ``quote``: the key lines alone, quoted and cited;
 - ``lead``: the best key line first (not a heading), cited: the source sentence that best answers the
-  question; then the
+  question (the model is asked nothing then: :func:`answer_prompt`); then the
   units of the model's text (sentences, list items, code blocks) that the sources support and that add
   something (:func:`supported_units`, by the check of :mod:`fastrag.answering.support`); then the other key
   lines, quoted and cited. Every sentence shown is a source's or supported by the range it cites; what
@@ -196,8 +196,6 @@ SHORT_SYSTEM_PROMPT = (
     "Answer the question in one short sentence using only the numbered source lines. Reuse their exact "
     "names, flags and values. Cite the line you use by its number, like [1]."
 )
-#: New tokens of an answer to the short prompt: one sentence and its citation.
-SHORT_MAX_NEW_TOKENS = 48
 
 
 def _lead_lines(prompt: Prompt) -> list[tuple[int, str]]:
@@ -246,10 +244,10 @@ def answer_prompt(prompt: Prompt, render: Renderer, count: TokenCounter) -> Prom
     """What the model is asked for an answer grounded on ``prompt``: nothing when the lead answers.
 
     Under the ``lead`` grounding the model's text shows only where the sources support it and it repeats
-    no lead or key line; measured on the public and dev sets, it then added to 10 answers of 500 and 0.001
-    to the mean key-term recall, for most of an answer's time (benches/RESULTS.md "Answer latency: the
-    lead answers"). So a prompt with a lead is not generated from (empty text); one without is the
-    :func:`short_prompt` of the key lines. Other groundings keep the whole ``prompt``.
+    no lead or key line: beside a lead it almost never adds anything, and it costs most of an answer's
+    time (benches/RESULTS.md "Answer latency: the lead answers"). So a prompt with a lead is not
+    generated from (empty text); one without is the :func:`short_prompt` of the key lines. Other
+    groundings keep the whole ``prompt``.
     """
     if GROUNDING != "lead":
         return prompt
