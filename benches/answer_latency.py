@@ -5,6 +5,8 @@ Run from the project root after ``make index`` (SmolLM2, the default model here)
     .venv/bin/python benches/answer_latency.py stages [runs]        # the breakdown, one fresh process a run
     .venv/bin/python benches/answer_latency.py e2e [runs] [--baseline PKG:DIR]   # the whole command
     .venv/bin/python benches/answer_latency.py all [runs] [--baseline PKG:DIR]   # both; rewrites RESULTS.md
+    .venv/bin/python benches/answer_latency.py loaded [runs] [--baseline PKG:DIR]  # per question, models loaded
+    .venv/bin/python benches/answer_latency.py dataset [runs] [--baseline PKG:DIR] # answer_dataset of 100, wall
 
 ``stages`` times each step of one answer in a fresh process, one after the other (no overlap, so that each
 is seen alone): interpreter start and imports, index open, retrieval, model choice, language model load
@@ -14,6 +16,11 @@ tokens generated. ``e2e`` runs ``python -m fastrag answer`` in fresh processes, 
 exit by this script, stdout not a terminal, and reads the model's load time from its status line; the CPU
 time of the process (user + system, all threads) goes with the wall time, since it depends less on what
 else runs on the machine.
+
+``loaded`` loads the models once in a fresh process and answers the first 20 public docs questions one
+at a time (retrieval, prompt, generation, grounding: what the server does per question); it prints the
+median seconds per question (the first question left out). ``dataset`` times ``python -m fastrag
+answer_dataset`` of the 100 public docs questions in a fresh process, model load included.
 
 ``--baseline PKG:DIR [--label NAME]`` adds another version of the package to ``e2e`` and ``stages``: ``PKG``
 is put first on ``PYTHONPATH`` (a copy of ``python/`` at another commit, with the built ``_core`` beside it)
@@ -90,6 +97,67 @@ print(json.dumps(marks))
 """
 
 
+#: Child of ``loaded``: the models loaded once, then ``answer``'s steps for each question (retrieval, prompt,
+#: generation, grounding), as the server runs them; seconds per question, the first (warm-up) left out.
+LOADED_CHILD = r"""
+import json, statistics, sys, time
+from fastrag.answering.answer import generate_answer, load_models, prompt_for
+from fastrag.answering.model_files import choose_model
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, SpanReader
+from fastrag.config import DEFAULT_INDEX_DIR, DEFAULT_MAX_NEW_TOKENS
+from fastrag.evaluation.datasets import load_search_results
+from fastrag.retrieval.retriever import Retriever, hits_to_sources
+from pathlib import Path
+questions = [r.question for r in load_search_results(Path(sys.argv[1])).search_results][: int(sys.argv[2])]
+retriever = Retriever.open(DEFAULT_INDEX_DIR)
+reader = SpanReader(retriever.files.text)
+generator, similarity = load_models(choose_model(None).spec)
+seconds, tokens = [], []
+for question in questions:
+    began = time.perf_counter()
+    spans = hits_to_sources(retriever.search(question, 10))
+    prompt = prompt_for(generator, question, spans, DEFAULT_PROMPT_BUDGET, reader, similarity)
+    done = generate_answer(generator, prompt, DEFAULT_MAX_NEW_TOKENS, lambda piece: None)
+    seconds.append(time.perf_counter() - began)
+    tokens.append(prompt.tokens)
+rest = seconds[1:] or seconds
+print(json.dumps({"per_question_s": round(statistics.median(rest), 3), "mean_s": round(statistics.fmean(rest), 3),
+                  "max_s": round(max(rest), 3), "prompt_tokens": statistics.median(tokens)}))
+"""
+#: The question set of ``loaded`` and ``dataset`` (its search results, written by ``search_dataset``).
+RESULTS = ROOT / "data/output/search_results/dataset_docs_public.json"
+
+
+def loaded(env: dict[str, str], cwd: Path, questions: int = 20) -> dict[str, Any]:
+    """Seconds per question of ``answer``'s steps with the models already loaded (:data:`LOADED_CHILD`)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_CHILD, str(RESULTS), str(questions)],
+        cwd=cwd, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["load_avg"] = uptime()
+    return result
+
+
+def dataset(env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """Wall seconds of ``answer_dataset`` of the 100 public docs questions in a fresh process, model load included."""
+    out = Path("/tmp") / f"fastrag-bench-answers-{os.getpid()}"
+    load_before = uptime()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "fastrag", "answer_dataset", "--student_search_results_path", str(RESULTS),
+         "--save_directory", str(out)],
+        cwd=cwd, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    (out / RESULTS.name).unlink(missing_ok=True)
+    return {"wall_s": round(wall, 2), "load_avg": load_before}
+
+
 def uptime() -> str:
     """The load average (1, 5, 15 minutes): it goes with every figure."""
     return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
@@ -155,8 +223,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def alternate(what: str, runs: int, argv: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """``runs`` rounds of ``what`` (``e2e`` or ``stages``), the versions alternating; rows per version."""
-    measure = {"e2e": end_to_end, "stages": stages}[what]
+    """``runs`` rounds of ``what`` (``e2e``, ``stages``, ``loaded`` or ``dataset``), the versions alternating;
+    rows per version."""
+    measure = {"e2e": end_to_end, "stages": stages, "loaded": loaded, "dataset": dataset}[what]
     print(json.dumps({"what": what, "question": QUESTION, "k": K, "load_avg_before": uptime()}), flush=True)
     table: dict[str, list[dict[str, Any]]] = {}
     for run in range(runs):

@@ -10,15 +10,17 @@ import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import CliResult, run_cli
+from fastrag.answering import answer as answering
 from fastrag.answering.answer import _fingerprint, answer_dataset, answer_file, block_similarity, partial_path
 from fastrag.answering.citations import citations
 from fastrag.answering.generator import Generator
 from fastrag.answering.model_files import model_name
-from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER
+from fastrag.answering.prompt import DEFAULT_PROMPT_BUDGET, NO_SOURCES_ANSWER, Prompt
 from fastrag.lines import line_range
 
 LORA_QUESTION = "Which endpoint loads a LoRA adapter dynamically?"
@@ -198,38 +200,31 @@ def test_answer_dataset_resumes_after_interruption(
     monkeypatch.chdir(indexed)
     save = indexed / "answers"
     target = save / results.name
-    original = Generator.generate_iter
+    original = answering.prompt_for
+    built: list[str] = []
 
-    def interrupted(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
-        for n, answer in enumerate(original(self, prompts, max_new_tokens)):
-            if n == 1:  # Ctrl-C while the second answer comes in, before a periodic save (batch 8)
-                raise KeyboardInterrupt
-            yield answer
+    def interrupted(generator: Generator, question: str, *args: Any, **kwargs: Any) -> Prompt:
+        if len(built) == 1:  # Ctrl-C while the second answer is made, before a periodic save (batch 8)
+            raise KeyboardInterrupt
+        built.append(question)
+        return original(generator, question, *args, **kwargs)
 
-    monkeypatch.setattr(Generator, "generate_iter", interrupted)
+    monkeypatch.setattr(answering, "prompt_for", interrupted)
     with pytest.raises(KeyboardInterrupt):
         answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False)
     assert not target.exists()
     partial = json.loads(partial_path(target).read_text())
-    assert len(partial["answers"]) == 2 and "q-none" in partial["answers"]  # one generated, one without sources
+    assert len(partial["answers"]) == 2 and "q-none" in partial["answers"]  # one answered, one without sources
     first = next(q for q in partial["answers"] if q != "q-none")
 
-    asked: list[int] = []
+    def counting(generator: Generator, question: str, *args: Any, **kwargs: Any) -> Prompt:
+        built.append(question)
+        return original(generator, question, *args, **kwargs)
 
-    def counting(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
-        taken: list[str] = []
-
-        def tap() -> Iterator[str]:
-            for prompt in prompts:
-                taken.append(prompt)
-                yield prompt
-
-        yield from original(self, tap(), max_new_tokens)
-        asked.append(len(taken))
-
-    monkeypatch.setattr(Generator, "generate_iter", counting)
+    built.clear()
+    monkeypatch.setattr(answering, "prompt_for", counting)
     report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False)
-    assert asked == [2] and report.generated == 2 and report.resumed == 2
+    assert len(built) == 2 and report.generated == 2 and report.resumed == 2
     payload = json.loads(target.read_text())
     assert [r["question_id"] for r in payload["search_results"]] == [q["question_id"] for q in QUESTIONS]
     kept = next(r for r in payload["search_results"] if r["question_id"] == first)
@@ -278,3 +273,32 @@ def test_answer_dataset_chooses_contexts_with_the_embedding_model(
     report = answer_dataset(results, save, str(tiny_gguf), max_new_tokens=4, progress=False)
     assert report.resumed == 0 and report.generated == 3
     assert all(r["answer"] != "stale" for r in json.loads(target.read_text())["search_results"])
+
+
+@pytest.mark.parametrize("few", [4, 0])
+def test_answer_dataset_generates_what_it_asks_alone_or_batched(
+    indexed: Path, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch, few: int
+) -> None:
+    """Questions that ask the model (here every one, as when no lead answers) are generated one at a time when
+    they are few, by the batching scheduler otherwise; either way each is answered and grounded."""
+    from fastrag.answering.grounding import short_prompt
+
+    results = search_results(indexed)
+    monkeypatch.chdir(indexed)
+    monkeypatch.setattr(answering, "answer_prompt", lambda p, render, count: short_prompt(p, render, count))
+    monkeypatch.setattr(answering, "FEW_ASKED", few)
+    batches: list[int] = []
+    original = Generator.generate_iter
+
+    def counted(self: Generator, prompts: Iterable[str], max_new_tokens: int) -> Iterator[tuple[int, str]]:
+        batches.append(self._max_batch)
+        yield from original(self, prompts, max_new_tokens)
+
+    monkeypatch.setattr(Generator, "generate_iter", counted)
+    report = answer_dataset(
+        results, indexed / "answers", str(tiny_gguf), max_new_tokens=8, batch_size=8, progress=False
+    )
+    assert report.asked == 3 and report.generated == 3 and report.without_sources == 1
+    assert batches == ([] if few else [8])  # alone: streamed on the one-prompt pipeline; else one batched run
+    saved = json.loads((indexed / "answers" / results.name).read_text())["search_results"]
+    assert all(r["answer"] for r in saved)

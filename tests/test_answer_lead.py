@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
-from fastrag.answering.grounding import audit_answer, grounded_answer, grounded_prompt
+from fastrag.answering.grounding import answer_prompt, audit_answer, grounded_answer, grounded_prompt
 from fastrag.answering.lead import (
     FEATURES,
     WEIGHTS_FILE,
@@ -126,6 +126,10 @@ def test_nothing_matching_says_the_sources_do_not_say(tmp_path: Path) -> None:
     prompt = grounded_prompt("Bananas?", [Source(str(tmp_path / "a.md"), 0, len(DOC))], _count, _render, 400)
     assert prompt.lead == ""
     assert grounded_answer("Bananas are yellow.", prompt).answer.startswith(EMPTY_ANSWER)
+    # no lead and no key line: nothing to join, so the model is asked nothing and the answer says so
+    asked = answer_prompt(prompt, _render, _count)
+    assert asked.text == "" and not asked.key_lines
+    assert grounded_answer("", asked).answer.startswith(EMPTY_ANSWER)
 
 
 def test_a_lone_surrogate_in_the_question_is_no_traceback(tmp_path: Path) -> None:

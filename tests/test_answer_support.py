@@ -17,8 +17,10 @@ import pytest
 from conftest import run_cli, searched_dataset
 from fastrag.answering.answer import answer_file
 from fastrag.answering.grounding import (
+    PROMPT_KEY_LINES,
     QUOTE_HEADER,
     Grounded,
+    answer_prompt,
     audit_answer,
     grounded_answer,
     grounded_prompt,
@@ -205,9 +207,57 @@ def test_answer_end_to_end_shows_only_supported_sentences(indexed: Path, tiny_gg
     saved = indexed / "data/output/search_results_and_answer" / answer_file(LORA_QUESTION)
     answer = json.loads(saved.read_text())["search_results"][0]["answer"]
     _check_saved(indexed, answer)
-    if model == "tiny-qwen3":  # random tokens: nothing of the model's text is supported, and it says so
-        assert "sentences of the model's text not shown" in result.err, result.err
-        assert any(line.startswith("  ") and "(support " in line for line in result.err_lines), result.err
+    # the question's lead answers it: the model is asked nothing, and no sentence of its is shown or dropped
+    assert "nothing asked: the lead answers" in result.err, result.err
+    assert "sentences of the model's text not shown" not in result.err, result.err
+
+
+def test_a_prompt_without_lead_is_generated_and_its_random_text_dropped(
+    prompt: Prompt, tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model is asked only when no lead answers; then its text goes through the check (the tiny random
+    Qwen3's text is supported by nothing, so every unit of it is dropped and the key lines are quoted)."""
+    from fastrag.answering.answer import generate_answer
+    from fastrag.answering.generator import load_generator
+    from fastrag.answering.model_files import resolve_model
+
+    generator = load_generator(resolve_model(str(tiny_gguf)))
+    asked = answer_prompt(replace(prompt, lead=""), generator.render, generator.count_tokens)
+    assert asked.text and asked.tokens > 0 and "Question: " + QUESTION in asked.text
+    assert all(k.text in asked.text for k in prompt.key_lines[:PROMPT_KEY_LINES])
+    assert DOC.splitlines()[-1] not in asked.text  # the context beyond the key lines is not asked about
+    streamed: list[str] = []
+    original = generator.stream
+
+    def spy(text: str, max_new_tokens: int, on_text: Any = None) -> str:
+        streamed.append(text)
+        return original(text, max_new_tokens, on_text)
+
+    monkeypatch.setattr(generator, "stream", spy)
+    shown: list[str] = []
+    done = generate_answer(generator, asked, 24, shown.append)
+    assert streamed == [asked.text] and done.prompt_tokens == asked.tokens
+    # whatever the random model said, only the quoted key lines are shown
+    assert done.body.startswith(QUOTE_HEADER) and "".join(shown).strip() == done.body
+
+
+def test_a_prompt_with_a_lead_is_not_generated(prompt: Prompt) -> None:
+    """A lead answers: the model's prompt is empty, and :func:`generate_answer` never calls the model."""
+    from fastrag.answering.answer import generate_answer
+
+    assert prompt.lead
+    skipped = answer_prompt(prompt, _render, _count)
+    assert skipped.text == "" and skipped.tokens == 0
+    assert (skipped.lead, skipped.key_lines, skipped.excerpts) == (prompt.lead, prompt.key_lines, prompt.excerpts)
+
+    class Unused:
+        def stream(self, *args: Any) -> str:
+            raise AssertionError("the model was asked")
+
+    done = generate_answer(Unused(), skipped, 24)  # type: ignore[arg-type]
+    assert done.answer.startswith(prompt.lead) and not done.dropped
+    no_sources = answer_prompt(replace(prompt, excerpts=[], lead=""), _render, _count)
+    assert no_sources.text == ""
 
 
 def test_answer_dataset_and_evaluate_answers_report_support(indexed: Path, tiny_gguf: Path) -> None:
@@ -223,7 +273,8 @@ def test_answer_dataset_and_evaluate_answers_report_support(indexed: Path, tiny_
         "--max_new_tokens", "16", "--show_dropped", cwd=indexed,
     )  # fmt: skip
     assert ran.code == 0, ran.err
-    assert "sentences of the model's text not shown" in ran.err and "  q-" in ran.err, ran.err
+    # both leads answer: nothing is generated, nothing of the model's is dropped
+    assert "(2 answered, 0 of them with the model's text" in ran.out and "not shown" not in ran.err, ran.err
     answers = indexed / "data/output/search_results_and_answer/dataset_docs_support.json"
     for record in json.loads(answers.read_text())["search_results"]:
         _check_saved(indexed, record["answer"])

@@ -635,7 +635,8 @@ def test_answer_json_with_tiny_model(client: TestClient) -> None:
     response = client.post("/answer", json={"query": LORA_QUESTION, "k": 3, "max_new_tokens": 12})
     body = response.json()
     assert response.status_code == 200, body
-    assert body["question"] == LORA_QUESTION and body["answer"] and body["prompt_tokens"] > 0
+    assert body["question"] == LORA_QUESTION and body["answer"]
+    assert body["prompt_tokens"] == 0  # the lead answers: the model is asked nothing
     assert 1 <= len(body["sources"]) <= 3
     assert body["cited"] and all(c["citation"] in body["answer"] for c in body["cited"])
     sources = {s["file_path"] for s in body["sources"]}
@@ -688,15 +689,18 @@ def test_answer_bad_parameters_are_400(client: TestClient, body: dict[str, Any],
 
 
 def test_generation_is_serialised(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastrag.answering import answer as answering
     from fastrag.answering.generator import Generator
+    from fastrag.answering.grounding import short_prompt
 
-    active, peak = [0], [0]
+    active, peak, calls = [0], [0], [0]
     lock = threading.Lock()
     original = Generator.stream
 
     def counted(self: Generator, *args: Any, **kwargs: Any) -> str:
         with lock:
             active[0] += 1
+            calls[0] += 1
             peak[0] = max(peak[0], active[0])
         try:
             return original(self, *args, **kwargs)
@@ -705,12 +709,14 @@ def test_generation_is_serialised(client: TestClient, monkeypatch: pytest.Monkey
                 active[0] -= 1
 
     monkeypatch.setattr(Generator, "stream", counted)
+    # every question asks the model (as when no lead answers): the lead's own answers generate nothing
+    monkeypatch.setattr(answering, "answer_prompt", lambda p, render, count: short_prompt(p, render, count))
     ask = {"query": LORA_QUESTION, "k": 2, "max_new_tokens": 8}
     with ThreadPoolExecutor(max_workers=4) as pool:
         codes = list(
             pool.map(lambda i: client.post("/answer", json={**ask, "stream": i % 2 == 0}).status_code, range(4))
         )
-    assert codes == [200] * 4 and peak[0] == 1
+    assert codes == [200] * 4 and peak[0] == 1 and calls[0] == 4
 
 
 def test_too_many_waiting_questions_is_503(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:

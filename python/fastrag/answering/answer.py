@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from tqdm import tqdm
 
 from fastrag.answering.citations import CitationStream, cited_or_shown
@@ -35,6 +38,7 @@ from fastrag.answering.grounding import (
     GROUNDING,
     KEY_LINES,
     Grounding,
+    answer_prompt,
     grounded_answer,
     grounded_prompt,
     lead_line,
@@ -70,11 +74,16 @@ if TYPE_CHECKING:
 ANSWER_NAME_WORDS = 8
 ANSWER_NAME_HASH = 10
 #: Bumped whenever prompts or post-processing change, so that a resume never mixes two versions.
-PROMPT_VERSION = 6
+PROMPT_VERSION = 7
+#: ``answer_dataset`` generates up to this many answers one at a time on its one-prompt pipeline; more are
+#: worth loading the continuous-batching scheduler for (it compiles at every load, then runs them together).
+FEW_ASKED = 4
 #: Tokens of a block (heading line included) the embedding model reads to compare it with the question.
 #: Blocks are at most four lines: 48 chose the same contexts as 64–256 in C3 at ~0.85× the time of 64
 #: (32 lost a code question; benches/RESULTS.md "Answers").
 SIMILARITY_MAX_TOKENS = 48
+#: Vectors :class:`BlockSimilarity` keeps (384 floats each: ~6 MB).
+VECTOR_CACHE = 4096
 
 #: Receives answer text as it is generated (streaming).
 TextSink = Callable[[str], None]
@@ -138,12 +147,16 @@ def prompt_sources(spans: Sequence[MinimalSource]) -> list[Source]:
 class BlockSimilarity:
     """The question-to-block cosine of the offline embedding model (a :data:`~fastrag.answering.prompt.Similarity`).
 
-    The model is loaded on the first call, or before it by :meth:`load`.
+    The model is loaded on the first call, or before it by :meth:`load`. The vectors of the last
+    :data:`VECTOR_CACHE` texts (questions and blocks) are kept: the questions of a dataset, or of a server's
+    users, retrieve the same spans again, and a question is compared with its blocks and its key lines.
     """
 
     def __init__(self, models_dir: Path) -> None:
         self._models_dir = models_dir
         self._embedder: Embedder | None = None
+        self._vectors: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     def load(self) -> Embedder:
         """The embedding model, loaded now if it is not yet."""
@@ -155,9 +168,25 @@ class BlockSimilarity:
 
     def __call__(self, question: str, texts: Sequence[str]) -> list[float]:
         """The cosine of ``question`` with each of ``texts`` (each read up to :data:`SIMILARITY_MAX_TOKENS`)."""
+        from fastrag.indexing.embed import MODEL_MAX_TOKENS
+
+        query = self._embedded([question], MODEL_MAX_TOKENS)[0]  # embedded like the texts it is compared with
+        return [float(c) for c in self._embedded(texts, SIMILARITY_MAX_TOKENS) @ query]
+
+    def _embedded(self, texts: Sequence[str], max_tokens: int) -> np.ndarray:
+        """The vectors of ``texts`` read up to ``max_tokens``: those not cached embedded in one call."""
         embedder = self.load()
-        query = embedder.embed([question])[0]  # embedded like the texts it is compared with
-        return [float(c) for c in embedder.embed(texts, SIMILARITY_MAX_TOKENS) @ query]
+        with self._lock:  # the server's threads share one model and one cache
+            missing = list(dict.fromkeys(t for t in texts if (t, max_tokens) not in self._vectors))
+            if missing:
+                for text, vector in zip(missing, embedder.embed(missing, max_tokens)):
+                    self._vectors[(text, max_tokens)] = vector
+            out = np.stack([self._vectors[(t, max_tokens)] for t in texts]) if texts else np.zeros((0, 0))
+            for text in texts:
+                self._vectors.move_to_end((text, max_tokens))
+            while len(self._vectors) > VECTOR_CACHE:
+                self._vectors.popitem(last=False)
+        return out
 
 
 def block_similarity(models_dir: Path = DEFAULT_MODELS_DIR) -> Similarity | None:
@@ -174,17 +203,20 @@ def block_similarity(models_dir: Path = DEFAULT_MODELS_DIR) -> Similarity | None
     return BlockSimilarity(models_dir)
 
 
-def load_models(spec: ModelSpec, models_dir: Path = DEFAULT_MODELS_DIR) -> tuple[Generator, Similarity | None]:
+def load_models(
+    spec: ModelSpec, models_dir: Path = DEFAULT_MODELS_DIR, warm_up: bool = False
+) -> tuple[Generator, Similarity | None]:
     """The generator of ``spec`` and :func:`block_similarity`, its embedding model loaded while the generator loads.
 
-    OpenVINO lets go of the interpreter while it loads or runs a model, so the work overlaps on two cores:
-    the embedding model loads during the generator's load, and the generator's warm-up
-    (:meth:`~fastrag.answering.generator.Generator.warm_up_in_background`) starts as soon as it is loaded,
-    to run while the caller builds the prompt (benches/RESULTS.md "Answer latency"). A failure of either
-    load is raised once both are done.
+    OpenVINO lets go of the interpreter while it loads or runs a model, so the work overlaps on two cores.
+    With ``warm_up`` the generator's warm-up (:meth:`~fastrag.answering.generator.Generator.warm_up_in_background`)
+    starts as soon as it is loaded: a long-lived caller (the server) pays the first inference's one-time
+    cost then rather than at its first generation. A one-answer process does not: most answers generate
+    nothing (:func:`~fastrag.answering.grounding.answer_prompt`), and the warm-up would take a core from
+    the prompt being built. A failure of either load is raised once both are done.
     """
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastrag-load") as pool:
-        loading = pool.submit(_load_warming, spec)
+        loading = pool.submit(_load_warming if warm_up else load_generator, spec)
         similarity = block_similarity(models_dir)
         if isinstance(similarity, BlockSimilarity):
             similarity.load()
@@ -206,9 +238,12 @@ def prompt_for(
     similarity: Similarity | None = None,
     key_lines: int = KEY_LINES,
 ) -> Prompt:
-    """The prompt for one question with the model's tokenizer and chat template, its key lines first."""
+    """The prompt for one question with the model's tokenizer and chat template: its context, key lines and
+    lead, and the text the model reads (:func:`~fastrag.answering.grounding.answer_prompt`: empty when the
+    lead answers, and then nothing is generated)."""
     count, render = generator.count_tokens, generator.render
-    return grounded_prompt(question, prompt_sources(spans), count, render, budget, reader, similarity, key_lines)
+    built = grounded_prompt(question, prompt_sources(spans), count, render, budget, reader, similarity, key_lines)
+    return answer_prompt(built, render, count)
 
 
 def generate_answer(
@@ -221,8 +256,9 @@ def generate_answer(
     """Generate the answer to a built ``prompt``, streaming what is shown of it to ``on_text``.
 
     The answer is cleaned, grounded and cited as saved (:func:`~fastrag.answering.grounding.grounded_answer`).
-    Under the ``lead`` policy its first line (the best key line) is streamed before generation starts and
-    the rest when generation ends: the model's text is never shown before it is checked. Under the other
+    A prompt with no text (its lead answers: :func:`prompt_for`) is not generated from. Under the ``lead``
+    policy its first line (the lead) is streamed before generation starts and the rest when generation
+    ends: the model's text is never shown before it is checked. Under the other
     policies the model's text streams as it comes (citations expanded) and what the grounding adds after
     it comes last.
     """
@@ -241,7 +277,8 @@ def generate_answer(
     checked_first = grounding == "lead"
     if checked_first:
         emit(lead_line(prompt))
-    raw = generator.stream(prompt.text, max_new_tokens, show if on_text is not None and not checked_first else None)
+    sink = show if on_text is not None and not checked_first else None
+    raw = generator.stream(prompt.text, max_new_tokens, sink) if prompt.text else ""  # empty: the lead answers
     if not checked_first:
         emit(stream.flush())
     done = grounded_answer(raw, prompt, grounding)
@@ -320,6 +357,20 @@ def answer(
     return result
 
 
+def _generated(
+    generator: Generator, spec: ModelSpec, asked: Sequence[tuple[int, Prompt]], max_new_tokens: int, batch_size: int
+) -> Iterator[tuple[int, Prompt, str]]:
+    """``(index, prompt, model text)`` of each of ``asked``: one at a time on ``generator`` when they are at most
+    :data:`FEW_ASKED`, else by a continuous-batching scheduler of ``batch_size`` loaded for them."""
+    if len(asked) <= FEW_ASKED:
+        for i, prompt in asked:
+            yield i, prompt, generator.stream(prompt.text, max_new_tokens)
+        return
+    batched = load_generator(spec, max_batch=batch_size)
+    for j, text in batched.generate_iter((p.text for _, p in asked), max_new_tokens):
+        yield (*asked[j], text)
+
+
 def answers_folder(index_dir: Path) -> Path:
     """Where ``answer`` saves by default: beside ``index_dir``, as the answers folder is beside the
     default index (``data/output/search_results_and_answer`` for ``data/processed``)."""
@@ -357,6 +408,8 @@ class DatasetReport:
     seconds: float
     load: LoadInfo | None = None
     prompt_tokens: list[int] = field(default_factory=list)
+    #: Of the ``generated`` (answered by this run), those the model was asked about (the others' leads answer).
+    asked: int = 0
     #: The units of the model's text not shown, by question id (generated answers only, not resumed ones).
     dropped: dict[str, tuple[Verdict, ...]] = field(default_factory=dict)
 
@@ -424,10 +477,12 @@ def answer_dataset(
 ) -> DatasetReport:
     """Answer every question of a search-results file with its retrieved sources; save atomically.
 
-    The output has the input's base name in ``save_directory`` (never the input itself). Up to
-    ``batch_size`` answers are generated at once by the continuous-batching scheduler (the next question
-    starts as soon as one is answered); every ``batch_size`` answers, and when interrupted, the answers
-    so far are saved to :func:`partial_path`, so a rerun only generates the missing ones.
+    The output has the input's base name in ``save_directory`` (never the input itself). A question whose
+    lead answers it is answered as soon as its prompt is built (:func:`prompt_for`: nothing is generated);
+    the others are then generated: one at a time when they are few (:data:`FEW_ASKED`), else up to
+    ``batch_size`` at once by the continuous-batching scheduler (the next question starts as soon as one
+    is answered). Every ``batch_size`` answers, and when interrupted,
+    the answers so far are saved to :func:`partial_path`, so a rerun only answers the missing ones.
     """
     started = time.perf_counter()
     results = load_search_results(results_path)
@@ -454,22 +509,30 @@ def answer_dataset(
     todo = [r for r in results.search_results if r.question_id not in done]
     report = DatasetReport(target, len(results.search_results), 0, resumed, without, 0.0)
     if todo and choice is not None:
-        generator = load_generator(choice.spec, max_batch=batch_size)
+        # the one-prompt pipeline: its compiled model is cached (~0.5 s against ~2 s for the scheduler's),
+        # and its tokenizer builds every prompt; the scheduler is loaded only when many questions ask the model
+        generator = load_generator(choice.spec)
         report.load = generator.info
         reader = SpanReader()
-        prompts: dict[int, Prompt] = {}
+        asked: list[tuple[int, Prompt]] = []  # the questions the model is asked about: (index in todo, prompt)
 
-        def texts() -> Iterator[str]:  # built as the scheduler takes them, not all before the first answer
+        def answered() -> Iterator[tuple[int, Prompt, str]]:
+            """``(index in todo, prompt, model text)``: first every question the lead answers, as its prompt is
+            built; then those the model is asked about (:func:`_generated`)."""
             for i, r in enumerate(todo):
-                prompts[i] = prompt_for(generator, r.question, r.retrieved_sources, budget, reader, similarity)
-                yield prompts[i].text
+                prompt = prompt_for(generator, r.question, r.retrieved_sources, budget, reader, similarity)
+                if prompt.text:
+                    asked.append((i, prompt))
+                else:
+                    yield i, prompt, ""
+            report.asked = len(asked)
+            yield from _generated(generator, choice.spec, asked, max_new_tokens, batch_size)
 
         unsaved = 0
         with tqdm(total=len(results.search_results), initial=len(results.search_results) - len(todo),
                   desc="answering", unit="q", disable=not progress) as bar:  # fmt: skip
             try:
-                for i, text in generator.generate_iter(texts(), max_new_tokens):
-                    prompt = prompts.pop(i)
+                for i, prompt, text in answered():
                     grounded = grounded_answer(text, prompt, GROUNDING)
                     done[todo[i].question_id] = grounded.answer
                     if grounded.dropped:

@@ -15,7 +15,7 @@ embedding model's cosine when installed), and asks for a short answer in their w
   the key lines alone when that whole is degenerate (the model looped, or repeated the lines it was given);
 - ``quote``: the key lines alone, quoted and cited;
 - ``lead``: the best key line first (not a heading), cited: the source sentence that best answers the
-  question; then the
+  question (the model is asked nothing then: :func:`answer_prompt`); then the
   units of the model's text (sentences, list items, code blocks) that the sources support and that add
   something (:func:`supported_units`, by the check of :mod:`fastrag.answering.support`); then the other key
   lines, quoted and cited. Every sentence shown is a source's or supported by the range it cites; what
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Literal, get_args
 
@@ -56,6 +56,7 @@ from fastrag.answering.prompt import (
 from fastrag.answering.support import SUPPORT_THRESHOLD, Audit, Unit, Verdict, audit, judge, units
 from fastrag.evaluation.answer_metrics import answer_text, contains, content_words, degenerate, key_terms
 from fastrag.retrieval.retriever import clean_query
+from fastrag.schemas import CITATION
 
 #: What is done with the model's text (see the module docstring).
 Grounding = Literal["model", "fallback", "append", "quote", "lead"]
@@ -188,6 +189,71 @@ def grounded_prompt(
     keys = key_lines(question, base.excerpts, reader, similarity, n)
     text = render(messages(question, base.excerpts, keys[:PROMPT_KEY_LINES], GROUNDED_SYSTEM_PROMPT))
     return Prompt(text, count([text])[0], base.excerpts, keys, lead(question, base.excerpts, reader), question)
+
+
+#: Instructions of the short prompt (:func:`short_prompt`): the model joins and shortens the lines it is given.
+SHORT_SYSTEM_PROMPT = (
+    "Answer the question in one short sentence using only the numbered source lines. Reuse their exact "
+    "names, flags and values. Cite the line you use by its number, like [1]."
+)
+
+
+def _lead_lines(prompt: Prompt) -> list[tuple[int, str]]:
+    """``(excerpt number, text)`` of each cited piece of the lead, citations removed."""
+    found: list[tuple[int, str]] = []
+    at = 0
+    for match in CITATION.finditer(prompt.lead):
+        piece = prompt.lead[at : match.start()].strip().splitlines()
+        text = "\n".join(line for line in piece if not line.lstrip().startswith("```")).strip()
+        at = match.end()
+        path, first, last = match.group(1), int(match.group(2)), int(match.group(3))
+        number = next(
+            (
+                n
+                for n, e in enumerate(prompt.excerpts, 1)
+                if e.source.file_path == path and any(a <= first and last <= b for a, b in e.shown)
+            ),
+            0,
+        )
+        if text and number:
+            found.append((number, text))
+    return found
+
+
+def short_prompt(prompt: Prompt, render: Renderer, count: TokenCounter) -> Prompt:
+    """``prompt`` asking only for the lead and key lines joined and shortened: its text holds them alone.
+
+    The excerpts, key lines and lead stay those of ``prompt`` (the answer is grounded on them); without a
+    lead or key line the text is empty (nothing to join: no generation).
+    """
+    shown = _lead_lines(prompt)
+    held = "\n".join(text for _, text in shown)
+    shown += [(k.number, k.text) for k in prompt.key_lines[:PROMPT_KEY_LINES] if k.text not in held]
+    if not shown:
+        return replace(prompt, text="", tokens=0)
+    lines = "\n".join(f"[{n}] {text}" for n, text in shown)
+    chat = [
+        {"role": "system", "content": SHORT_SYSTEM_PROMPT},
+        {"role": "user", "content": f"Source lines:\n{lines}\n\nQuestion: {prompt.question.strip()}"},
+    ]
+    text = render(chat)
+    return replace(prompt, text=text, tokens=count([text])[0])
+
+
+def answer_prompt(prompt: Prompt, render: Renderer, count: TokenCounter) -> Prompt:
+    """What the model is asked for an answer grounded on ``prompt``: nothing when the lead answers.
+
+    Under the ``lead`` grounding the model's text shows only where the sources support it and it repeats
+    no lead or key line: beside a lead it almost never adds anything, and it costs most of an answer's
+    time (benches/RESULTS.md "Answer latency: the lead answers"). So a prompt with a lead is not
+    generated from (empty text); one without is the :func:`short_prompt` of the key lines. Other
+    groundings keep the whole ``prompt``.
+    """
+    if GROUNDING != "lead":
+        return prompt
+    if prompt.lead or not prompt.excerpts:
+        return replace(prompt, text="", tokens=0)
+    return short_prompt(prompt, render, count)
 
 
 def quote(keys: Sequence[KeyLine]) -> str:

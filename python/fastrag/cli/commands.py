@@ -372,8 +372,10 @@ class Commands(AgentCommands):
             dropped_list(result.dropped)
         if result.load is not None:
             how = {"hit": " (compiled cache)", "saved": " (compiled cache saved)"}.get(result.load.compiled, "")
-            tokens = result.prompt_tokens
-            status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s{how}, prompt {tokens} tokens")
+            asked = (
+                f"prompt {result.prompt_tokens} tokens" if result.prompt_tokens else "nothing asked: the lead answers"
+            )
+            status(f"{result.load.name}: loaded in {result.load.seconds:.1f} s{how}, {asked}")
         replaced = ", replacing the earlier answer to this question" if result.replaced else ""
         status(f"saved to {result.saved_to} ({result.seconds:.1f} s{replaced})")
 
@@ -418,7 +420,8 @@ class Commands(AgentCommands):
         )
         resumed = f", {report.resumed} resumed" if report.resumed else ""
         print(
-            f"saved {report.questions} answers to {report.target} ({report.generated} generated{resumed}, "
+            f"saved {report.questions} answers to {report.target} ({report.generated} answered, "
+            f"{report.asked} of them with the model's text{resumed}, "
             f"{report.without_sources} without sources, {report.seconds:.1f} s)"
         )
         dropped_count([v for verdicts in report.dropped.values() for v in verdicts])

@@ -97,7 +97,7 @@ class Answerer:
             try:
                 self._choice = choose_model(self.model, self.models_dir, allow_export=False)
                 note_once(self._choice.note, lambda note: print(f"fastrag: {note}", file=sys.stderr))
-                self._generator, self._similarity = load_models(self._choice.spec, self.models_dir)
+                self._generator, self._similarity = load_models(self._choice.spec, self.models_dir, warm_up=True)
             except UserError as exc:
                 raise ApiError(503, str(exc)) from exc
             self.load_seconds = self._generator.info.seconds

@@ -203,7 +203,7 @@ class AnswerResponse(BaseModel):
     sources: list[Source] = Field(description="the spans retrieved")
     cited: list[CitedSource] = Field(description="the excerpts the answer cites (all shown if it cites none)")
     model: str | None
-    prompt_tokens: int
+    prompt_tokens: int = Field(description="tokens the model read; 0 when the lead answered and it was asked nothing")
     seconds: float
 
 
