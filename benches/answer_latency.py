@@ -130,9 +130,14 @@ RESULTS = ROOT / "data/output/search_results/dataset_docs_public.json"
 
 def loaded(env: dict[str, str], cwd: Path, questions: int = 20) -> dict[str, Any]:
     """Seconds per question of ``answer``'s steps with the models already loaded (:data:`LOADED_CHILD`)."""
+    return child_figures([LOADED_CHILD, str(RESULTS), str(questions)], env, cwd)
+
+
+def child_figures(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """The JSON figures a child ``python -c`` prints last, with the load average after it; its stderr
+    as the exit message when it fails."""
     done = subprocess.run(
-        [sys.executable, "-c", LOADED_CHILD, str(RESULTS), str(questions)],
-        cwd=cwd, env=env, capture_output=True, text=True, check=False,
+        [sys.executable, "-c", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(done.stderr)
@@ -201,15 +206,7 @@ def end_to_end(env: dict[str, str], cwd: Path) -> dict[str, Any]:
 def stages(env: dict[str, str], cwd: Path) -> dict[str, Any]:
     """The breakdown of one answer (module docstring), in a fresh process."""
     child_env = {**env, "FASTRAG_BENCH_START": repr(time.time())}
-    done = subprocess.run(
-        [sys.executable, "-c", STAGES_CHILD, QUESTION, str(K)],
-        cwd=cwd, env=child_env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(done.stderr)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["load_avg"] = uptime()
-    return result
+    return child_figures([STAGES_CHILD, QUESTION, str(K)], child_env, cwd)
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -100,11 +100,12 @@ def collect(
     datasets: Sequence[Path],
     depth: int = precision.DEPTH,
     reworded: dict[str, dict[str, str]] | None = None,
+    form: str = "paraphrased",
 ) -> list[Question]:
     """Candidates (``depth`` of them) and features of every question of ``datasets``, as the retriever computes them.
 
     ``reworded`` (set file name -> question id -> text): ask the rewordings instead, of the sets
-    that have them (named ``<set>_paraphrased.json``); the other sets are skipped.
+    that have them (named ``<set>_<form>.json``); the other sets are skipped.
     """
     chunks = retriever.index.chunks
     out: list[Question] = []
@@ -117,7 +118,7 @@ def collect(
             if name not in reworded:
                 continue
             asked = [reworded[name][q.question_id] for q in answered]
-            name = f"{path.stem}_paraphrased.json"
+            name = f"{path.stem}_{form}.json"
         texts = [clean_query(text) for text in asked]
         lists = retriever.lexical.search_many(texts, depth)
         places = retriever.heading_hits(texts, K)
