@@ -318,9 +318,9 @@ class Commands(AgentCommands):
     ) -> None:
         """Answer QUESTION from the k best spans, citing them, and save the answer as JSON.
 
-        The first line is the source line that best answers the question; then the model's sentences that
-        the sources support; then more quoted source lines. On a terminal the first line shows at once and
-        the rest when the model is done; the cited sources are listed after it. The
+        The first lines are the sources' own sentences or block that best answer the question, with their
+        citations; only when none does is the model asked, and then only its sentences that the sources
+        support are shown. More quoted source lines follow, then the cited sources. The
         file is named after the question (its first words and a hash: answer-how-do-i-...-3f2a9c01d4.json),
         so another question never replaces it; asking the same question again does, and says so.
 
