@@ -76,7 +76,7 @@ def cited_excerpts(answer: str, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
     out: list[Excerpt] = []
     for path, first, last in dict.fromkeys(citations(answer)):
         for e in excerpts:
-            if e.source.file_path == path and any(a <= first and last <= b for a, b in e.shown):
+            if e.shows(path, first, last):
                 whole = e.shown == ((first, last),)
                 out.append(e if whole else Excerpt(e.source, first, last, "", ((first, last),)))
                 break

@@ -207,14 +207,7 @@ def _lead_lines(prompt: Prompt) -> list[tuple[int, str]]:
         text = "\n".join(line for line in piece if not line.lstrip().startswith("```")).strip()
         at = match.end()
         path, first, last = match.group(1), int(match.group(2)), int(match.group(3))
-        number = next(
-            (
-                n
-                for n, e in enumerate(prompt.excerpts, 1)
-                if e.source.file_path == path and any(a <= first and last <= b for a, b in e.shown)
-            ),
-            0,
-        )
+        number = next((n for n, e in enumerate(prompt.excerpts, 1) if e.shows(path, first, last)), 0)
         if text and number:
             found.append((number, text))
     return found
@@ -337,11 +330,7 @@ def _evidence(excerpts: Sequence[Excerpt]) -> str:
 
 def _cited(unit: Unit, excerpts: Sequence[Excerpt]) -> list[Excerpt]:
     """The excerpts whose shown ranges hold a range ``unit`` cites."""
-    return [
-        e
-        for e in excerpts
-        if any(e.source.file_path == p and any(a <= f and l <= b for a, b in e.shown) for p, f, l in unit.cited)
-    ]
+    return [e for e in excerpts if any(e.shows(*cited) for cited in unit.cited)]
 
 
 def _best_support(

@@ -97,6 +97,11 @@ class Excerpt:
         """The ranges of the file shown to the model: :attr:`parts`, or the whole ``start``–``end``."""
         return self.parts or ((self.start, self.end),)
 
+    def shows(self, path: str, first: int, last: int) -> bool:
+        """Whether the range ``first``–``last`` of ``path`` lies inside a range this excerpt shows (what a
+        citation of it may name)."""
+        return self.source.file_path == path and any(a <= first and last <= b for a, b in self.shown)
+
     @property
     def citation(self) -> str:
         """``[path:first-last]`` of exactly what was shown: one per shown range when gaps were cut out."""

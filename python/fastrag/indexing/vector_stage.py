@@ -82,6 +82,13 @@ def unencodable(text: str) -> str | None:
     return None
 
 
+def usable(vectors: np.ndarray) -> np.ndarray:
+    """Which rows of ``vectors`` are vectors the index can hold: finite and not all zero (a zero row is a
+    text the model could not encode, kept in the cache so that it is never tried again)."""
+    rows: np.ndarray = np.isfinite(vectors).all(axis=1) & (np.abs(vectors).sum(axis=1) > 0)
+    return rows
+
+
 @dataclass
 class VectorStage:
     """The vectors of one build: which chunks (``chunk_ids``) get one, their texts and cache keys, the
@@ -157,7 +164,7 @@ class VectorStage:
         if not held:
             return None, 0
         vectors = self.cache.vectors([k for _, k in held])
-        good = np.isfinite(vectors).all(axis=1) & (np.abs(vectors).sum(axis=1) > 0)
+        good = usable(vectors)
         ids = np.array([cid for cid, _ in held], dtype=np.int64)[good]
         skipped = int(len(held) - good.sum())
         if not len(ids):
@@ -214,9 +221,9 @@ class VectorStage:
                 part = rest[lo : lo + SLICE]
                 assert model is not None
                 fresh = np.asarray(model.embed([todo[k] for k in part], self.max_tokens), dtype=np.float32)
-                usable = np.isfinite(fresh).all(axis=1) & (np.abs(fresh).sum(axis=1) > 0)
-                fresh[~usable] = 0.0  # a vector the model could not make: kept as "cannot encode"
-                refused += int((~usable).sum())
+                made = usable(fresh)
+                fresh[~made] = 0.0  # a vector the model could not make: kept as "cannot encode"
+                refused += int((~made).sum())
                 self.cache.entries.update(zip(part, fresh))
                 self.save_cache()
                 self.note(generation, len(rest), lo + len(part))
