@@ -12,6 +12,10 @@ Two sources of questions train the precision stage's linear ranker
   defaults; a candidate positive when it covers one of its task's targets by the benchmark's rule),
   in folds **by repository**: no repository has tasks on both sides of a fold.
 
+Each is also asked as a person might type it, folded with it: a vLLM question as keywords
+(:func:`keyword_form`), a benchmark query put as a question (:func:`asked_form`); both forms carry a share
+of their source's half of the loss, and question forms never fitted on are scored beside them.
+
 Fold ``f`` holds out the vLLM questions of fold ``f`` and the repositories of fold ``f`` together;
 the weights are fitted on the rest, both sources weighing alike in the loss whatever their sizes.
 *Out of fold* figures rank every question with weights that never saw it (nor, for a repository,
@@ -32,7 +36,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -116,16 +120,31 @@ FUNCTION_WORDS = frozenset(
         "my",
     ]
 )
-#: The share of vLLM's half of the loss its questions' keyword forms carry (``--keyword-share``). Off: at
-#: 0.1 they lifted the keyword forms' docs R@5 out of fold from .528 to .732 but cost the repositories
-#: .014 NDCG@10 (benches/RESULTS.md, "Questions typed without their question words"); the forms are
-#: scored in every run all the same.
-KEYWORD_SHARE = 0.0
+#: The share of vLLM's half of the loss its questions' keyword forms carry (``--keyword-share``), and of the
+#: repositories' half their tasks put as questions carry (``--asked-share``, :data:`ASKED_FORMS`). A person types a
+#: need in either form; fitted on the written forms alone, the ranker learnt the benchmarks' forms rather than
+#: their needs (benches/RESULTS.md, "Questions typed without their question words").
+KEYWORD_SHARE = 0.2
+ASKED_SHARE = 0.2
+#: A benchmark query put as a person asks it: the forms the ranker is fitted on, then forms it never sees,
+#: scored to show how the fit carries to other wordings. A query that is already a description starting with
+#: "how" is asked to be explained.
+ASKED_FORMS = ("Where is the code for {}?", "How does {} work?")
+UNSEEN_FORMS = ("What is {}?", "Which file implements {}?", "where can I find {}")
 
 
 def keyword_form(question: str) -> str:
     """``question`` as a person types it into a search box (:data:`KEYWORDS`)."""
     return " ".join(w for w in re.findall(r"[\w.\-/']+", question) if w.lower() not in FUNCTION_WORDS)
+
+
+def asked_form(query: str, form: str) -> str:
+    """The benchmark ``query`` put as a question by ``form`` (one of :data:`ASKED_FORMS` or :data:`UNSEEN_FORMS`)."""
+    if form.startswith("How does") and re.match(r"how\b", query, re.IGNORECASE):
+        return f"Can you explain {query}?"
+    if form.startswith("Which file") and re.match(r"how\b", query, re.IGNORECASE):
+        query = query.split(None, 1)[-1]
+    return form.format(query)
 
 
 def keyword_forms(datasets: Sequence[Path]) -> dict[str, dict[str, str]]:
@@ -208,6 +227,13 @@ def over_repos(tasks: Sequence[RepoTask], values: Sequence[float]) -> float:
     return float(np.mean([np.mean(v) for v in by_repo.values()])) if by_repo else 0.0
 
 
+def form_mean(
+    items: Sequence[RepoTask], pick: Callable[[int], Ranker], pooled: Pooled, indexes: dict[str, RepoIndex]
+) -> float:
+    """:func:`over_repos` of ``items``' NDCG@10, each ranked with ``pick(its repository's fold)``."""
+    return over_repos(items, [repo_ndcg(t, pick(pooled.repo_fold[t.task.repo]), indexes[t.task.repo]) for t in items])
+
+
 def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex]) -> float:
     """:func:`over_repos` of the tasks' NDCG@10 ranked by ``weights``."""
     return over_repos(tasks, [repo_ndcg(t, weights, indexes[t.task.repo]) for t in tasks])
@@ -227,17 +253,23 @@ class Pooled:
     climb: bool = True
     keywords: list[Question] = field(default_factory=list)
     keyword_share: float = 0.0
+    asked: list[RepoTask] = field(default_factory=list)
+    asked_share: float = 0.0
     _fitted: dict[int | None, np.ndarray] = field(default_factory=dict, repr=False)
 
     def training(self, fold: int | None) -> tuple[list[Question | RepoTask], list[float]]:
-        """The questions outside ``fold`` (all for ``None``) and their loss shares: each source half, the
-        vLLM questions' keyword forms ``keyword_share`` of vLLM's half (folded with their questions)."""
+        """The questions outside ``fold`` (all for ``None``) and their loss shares: each source half; within
+        vLLM's half its questions' keyword forms carry ``keyword_share`` (folded with their questions), within
+        the repositories' half their tasks put as questions ``asked_share`` (folded with their repository)."""
         qs = [q for q, g in zip(self.questions, self.question_fold) if g != fold]
         ks = [q for q, g in zip(self.keywords, self.question_fold) if g != fold]
         ts = [t for t, g in zip(self.tasks, self.task_fold) if g != fold]
+        xs = [t for t in self.asked if self.repo_fold[t.task.repo] != fold]
         typed = self.keyword_share if ks else 0.0
+        asked = self.asked_share if xs else 0.0
         shares = [0.5 * (1 - typed) / max(1, len(qs))] * len(qs) + [0.5 * typed / max(1, len(ks))] * len(ks)
-        return [*qs, *ks, *ts], shares + [0.5 / max(1, len(ts))] * len(ts)
+        shares += [0.5 * (1 - asked) / max(1, len(ts))] * len(ts) + [0.5 * asked / max(1, len(xs))] * len(xs)
+        return [*qs, *ks, *ts, *xs], shares
 
     def ascend(self, weights: np.ndarray, chosen: Sequence[Question | RepoTask]) -> np.ndarray:
         """``weights`` climbed on the NDCG@10 of the repositories' tasks among ``chosen`` that are not put as
@@ -470,6 +502,12 @@ def main() -> None:
         default=KEYWORD_SHARE,
         help="share of vLLM's half of the loss its keyword forms carry",
     )
+    parser.add_argument(
+        "--asked-share",
+        type=float,
+        default=ASKED_SHARE,
+        help="share of the repositories' half of the loss their tasks put as questions carry",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     datasets = sorted(args.datasets.glob("*.json"))
@@ -488,6 +526,10 @@ def main() -> None:
         if builds[r.name].error is None and (builds[r.name].index_dir / "CURRENT").is_file()
     }
     tasks = collect_repos(load_tasks(XREPO, repos), indexes)
+    forms = {
+        form: collect_repos([replace(t.task, query=asked_form(t.task.query, form)) for t in tasks], indexes)
+        for form in (*ASKED_FORMS, *UNSEEN_FORMS)
+    }
     fold_of = repo_folds([r.name for r in repos], args.folds)
     pooled = Pooled(
         questions,
@@ -500,6 +542,8 @@ def main() -> None:
         climb=not args.no_climb,
         keywords=typed if args.keyword_share > 0 else [],
         keyword_share=args.keyword_share,
+        asked=[t for form in ASKED_FORMS for t in forms[form]] if args.asked_share > 0 else [],
+        asked_share=args.asked_share,
     )
     everything = pooled.fitted(None)
     shipped_w = shipped_weights()
@@ -517,6 +561,17 @@ def main() -> None:
         "in sample": [recall(q, everything, vllm) for q in typed],
         "out of fold": [recall(q, pooled.fitted(int(g)), vllm) for q, g in zip(typed, pooled.question_fold)],
     }
+    asked_columns = {
+        "shipped": lambda f: shipped_w,
+        "in sample": lambda f: everything,
+        "out of fold": pooled.fitted,
+    }
+    asked_lines = ["| benchmark queries | " + " | ".join(f"{c} NDCG@10" for c in asked_columns) + " |"]
+    asked_lines.append("|" + "---|" * (1 + len(asked_columns)))
+    for form, items in {"as written": tasks, **forms}.items():
+        cells = [f"{form_mean(items, pick, pooled, indexes):.3f}" for pick in asked_columns.values()]
+        label = form if form == "as written" else f"`{form}`" + (" (fitted on)" if form in ASKED_FORMS else "")
+        asked_lines.append(f"| {label} | " + " | ".join(cells) + " |")
     grid_line, _ = spread_grid(pooled, indexes, args.folds)
     relative = everything / everything[0]
     weights_text = ", ".join(f"{c} {w:.3f}" for c, w in zip(precision.COLUMNS, relative) if w)
@@ -532,6 +587,9 @@ def main() -> None:
         f"The same vLLM questions typed as keywords (`keyword_form`: question words and English function words"
         f" dropped; {args.keyword_share} of vLLM's half of the loss, folded with their questions, guarding the"
         f" ascent when above 0):\n\n{vllm_rows(typed, typed_columns)}\n\n"
+        f"The benchmark's queries put as questions (`asked_form`; {args.asked_share} of the repositories' half of"
+        f" the loss on the forms marked fitted on, folded with their repository; the others never fitted on),"
+        f" mean NDCG@10 over the repositories:\n\n" + "\n".join(asked_lines) + "\n\n"
         f"{grid_line}\n"
     )
     print(body)

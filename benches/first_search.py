@@ -39,9 +39,7 @@ def one_run(work: Path, vectors: str) -> dict[str, Any]:
     shutil.rmtree(index_dir, ignore_errors=True)
     cmd = [sys.executable, "-m", "fastrag", "index", "--repo_path", str(CORPUS), "--index_dir", str(index_dir)]
     started = time.perf_counter()
-    build = subprocess.Popen(
-        [*cmd, "--vectors", vectors], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    build = subprocess.Popen([*cmd, "--vectors", vectors], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     while not (index_dir / CURRENT_FILE).exists():
         if build.poll() is not None:
             raise SystemExit(f"the build ended before publishing anything (exit {build.returncode})")

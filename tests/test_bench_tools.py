@@ -279,3 +279,23 @@ def test_the_shipped_rewordings_cover_the_sets_they_name() -> None:
     sets = paraphrased.paraphrases()
     assert sorted(sets) == [f"dataset_{k}_{s}.json" for k in ("code", "docs") for s in ("dev", "public")]
     assert all(text.strip() and "`" not in text for reworded in sets.values() for text in reworded.values())
+
+
+def test_the_typed_forms_cross_validation_trains_on_are_what_they_claim() -> None:
+    """The benchmark's queries put as questions are read as direct questions (the ranker's ``asks`` trait),
+    the vLLM questions typed as keywords are not, and neither form keeps the words it is built around out."""
+    from fastrag.retrieval.evidence import asks_directly
+
+    cv_repos = importlib.import_module("cv_repos")
+    for query in ("cookie storage and persistence", "how zls traverses the Zig AST", "HTTPAdapter"):
+        for form in (*cv_repos.ASKED_FORMS, *cv_repos.UNSEEN_FORMS):
+            asked = cv_repos.asked_form(query, form)
+            assert asks_directly(asked), asked
+            assert query.split()[-1] in asked and "how how" not in asked.lower(), asked
+    assert (
+        cv_repos.asked_form("how zls traverses the AST", "How does {} work?")
+        == "Can you explain how zls traverses the AST?"
+    )
+    typed = cv_repos.keyword_form("How do I load a LoRA adapter dynamically in vLLM?")
+    assert typed == "load LoRA adapter dynamically vLLM" and not asks_directly(typed)
+    assert not set(cv_repos.ASKED_FORMS) & set(cv_repos.UNSEEN_FORMS)

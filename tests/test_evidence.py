@@ -57,9 +57,18 @@ def test_examples_and_prose() -> None:
 
 
 def test_symbol_queries() -> None:
-    for text in ("HTTPAdapter", "model_post_init", "Sinatra::Base", "absl::StrSplit", "_private", "Depends"):
+    for text in (
+        "HTTPAdapter",
+        "httpadapter",
+        "model_post_init",
+        "Sinatra::Base",
+        "absl::StrSplit",
+        "_private",
+        "Depends",
+    ):
         assert is_symbol_query(text), text
-    for text in ("middleware", "background tasks", "how are routes registered", "Depends on what?"):
+    assert is_symbol_query("middleware"), "a lookup in any case; only the index's definitions of the name answer it"
+    for text in ("background tasks", "how are routes registered", "Depends on what?", "a.", "::", "1st"):
         assert not is_symbol_query(text), text
     assert (
         symbol_name("Sinatra::Base") == "Base" and symbol_name("a.b.c") == "c" and symbol_name("Depends") == "Depends"

@@ -204,7 +204,7 @@ def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever, text:
     ranked = retriever.lexical.search(query.text, 10)
     rows = retriever.precision.features(query, ranked)
     # the columns of the fit, weighted by the shipped weights, are the scores reranking gives
-    wide = precision.Precision.columns(rows, precision.Precision.traits(query, rows))
+    wide = precision.Precision.columns(rows, retriever.precision.traits(query, rows))
     expected = sorted(
         ((cid, row[0] + sum(w * x for w, x in zip(relative, row[1:]))) for (cid, _), row in zip(ranked, wide)),
         key=lambda item: (-item[1], item[0]),

@@ -17,8 +17,9 @@ from fastrag.indexing.reading import IndexedFiles
 from fastrag.indexing.records import FileRecord
 from fastrag.indexing.symbols import file_symbols
 from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
+from fastrag.retrieval import precision
 from fastrag.retrieval.evidence import path_kind
-from fastrag.retrieval.precision import COLUMNS, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.precision import COLUMNS, TRAITS, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
@@ -468,8 +469,10 @@ def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path
     chunks = retriever.index.chunks
     holding = {c for c in range(len(chunks)) if chunks.start[c] <= head < chunks.end[c] and chunks.file[c] == 0}
     assert grades and {c for c, g in grades.items() if g == 1.0} == holding
-    first = retriever.search("HTTPAdapter", 5, "lexical")[0]
-    assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end
+    for typed in ("HTTPAdapter", "httpadapter"):  # the same lookup typed in lower case
+        first = retriever.search(typed, 5, "lexical")[0]
+        assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end, typed
+    assert heads("httpadapter") == grades | {c: 0.25 for c in grades if grades[c] < 1.0}
     # not one name: no definition is looked up
     assert heads("how adapters retry") == {}
 
@@ -542,3 +545,34 @@ def test_a_test_like_name_that_other_code_sources_is_product_code(tmp_path: Path
     # without reading the repository, the name alone would have decided
     blind = Precision(retriever.index.bm25, chunks.paths, chunks.file)
     assert blind.is_test(by_path["lib/core/test_functions.bash"], path_kind("lib/core/test_functions.bash"))
+
+
+def test_the_repository_trait_is_the_share_of_its_spans_that_documentation_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "lib").mkdir()
+    (repo / "docs" / "retries.md").write_text(
+        "".join(f"# Retries {i}\n\nRetry the request {i} times.\n\n" for i in range(8))
+    )
+    (repo / "lib" / "retry.py").write_text(
+        "".join(f"def retry_{i}(request):\n    return request\n\n\n" for i in range(150))
+    )
+    build_index(
+        repo, tmp_path / "index", IndexParams(max_chunk_size=300, target_size=300), display_root="repo", progress=False
+    )
+    retriever = Retriever.open(tmp_path / "index")
+    chunks = retriever.index.chunks
+    pages = sum(chunks.paths[chunks.file[c]].endswith(".md") for c in range(len(chunks)))
+    stage = retriever.precision
+    share = pages / len(chunks)
+    assert 0 < share < precision.PROSE_CAP and stage.prose_share == pytest.approx(share)
+    # a share past those the weights were fitted on counts as the cap
+    monkeypatch.setattr(precision, "PROSE_CAP", share / 2)
+    assert Retriever.open(tmp_path / "index").precision.prose_share == pytest.approx(share / 2)
+    for text, prose in (("retry the request", stage.prose_share), ("How do I retry the request?", 0.0)):
+        query = analyse(text, retriever.index.bm25)
+        traits = stage.traits(query, stage.features(query, retriever.lexical.search(query.text, 10)))
+        # a direct question says for itself whether it wants a page; a few words leave it to the repository
+        assert len(traits) == len(TRAITS) and traits[TRAITS.index("prose")] == prose, text

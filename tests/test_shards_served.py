@@ -75,8 +75,9 @@ def test_sharded_vectors_and_hybrid_equal_one_index(with_vectors: Path) -> None:
         got = sharded.search_many(QUERIES, 10, "vector", allowed=allowed)
         want = single.search_many(QUERIES, 10, "vector", allowed=allowed)
         assert any(got) and spans(got) == spans(want)
-        # cosines re-scored over another number of rows may round differently in the last bit
-        assert [h.score for row in got for h in row] == pytest.approx([h.score for row in want for h in row])
+        # cosines re-scored over another number of rows may round differently in the last bit (float32),
+        # which the ranker's weights carry into the score
+        assert [h.score for row in got for h in row] == pytest.approx([h.score for row in want for h in row], abs=1e-6)
     assert all(h.file_path.startswith(("alpha/", "lora/")) for row in got for h in row)
 
 

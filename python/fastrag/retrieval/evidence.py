@@ -106,12 +106,10 @@ _STOPWORDS = frozenset(
     ]
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-#: One identifier, possibly qualified (``a.b``, ``A::B``, ``A\\B``, ``a->b``), that is not a plain
-#: lower-case word: it has an upper-case letter after its first character, an underscore, or
-#: starts with an upper-case letter.
-_SYMBOL = re.compile(
-    r"^(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*|[A-Z][A-Za-z0-9]*)$"
-)
+#: One identifier, possibly qualified (``a.b``, ``A::B``, ``A\\B``, ``a->b``), in any case: ``HTTPAdapter``
+#: typed as ``httpadapter`` is the same lookup, and a plain word (``middleware``) is one too, which only the
+#: index's definitions of that name answer (:class:`fastrag.retrieval.symbols.DefinitionHeads`).
+_SYMBOL = re.compile(r"^[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)*$")
 _QUALIFIER = re.compile(r"::|\\|->|\.")
 
 

@@ -34,8 +34,9 @@ cannot see decides many of the questions it gets wrong:
   evidence comes from is what the query is about.
 
 The new score of a candidate is ``score / best score + Σ weight × feature`` over
-:data:`FEATURES` (a linear ranker), with the weights of the query's form (:data:`FORMS`: a full
-question, or keywords and identifiers); the candidates are then sorted again. The weights are learned
+:data:`FEATURES` (a linear ranker), with weights that are a linear function of the query's
+:data:`TRAITS` (what its words ask for, where its evidence lies, how much of the repository is
+documentation); the candidates are then sorted again. The weights are learned
 by pooled cross-validation (``benches/cv_repos.py``, benches/RESULTS.md "Cross-validation by
 repository"), not set by hand.
 
@@ -86,16 +87,23 @@ FEATURES = (
     "file_sum",
     "file_count",
 )
-#: What a query asks for (:meth:`Precision.traits`), each in [0, 1]: from its words
+#: What a query asks for and where it is asked (:meth:`Precision.traits`), each in [0, 1]: from its words
 #: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question, naming tests, naming
-#: documentation) and from the first stage's evidence (``docs_lead``: the share of the ten best
-#: candidates' score that documentation holds). Never from its punctuation.
-TRAITS = (*QUERY_TRAITS, "docs_lead")
+#: documentation), from the first stage's evidence (``docs_lead``: the share of the ten best
+#: candidates' score that documentation holds), and from the repository (``prose``: the share of its
+#: indexed spans that documentation holds, for a query not put as a direct question: where pages are
+#: many, a page among the candidates says less about what a few words ask for, while a question says
+#: for itself whether it wants one). Never from its punctuation.
+TRAITS = (*QUERY_TRAITS, "docs_lead", "prose")
 #: The ranker's columns: the candidate features, then each feature after the first times each trait.
 #: A linear ranker over them is a ranker whose weights are a linear function of the query's traits:
 #: a direct question may want the page that explains it, a few words the file that implements them,
 #: and one weight vector for both cost each side what the other gained (docs/retrieval.md).
 COLUMNS = FEATURES + tuple(f"{f}*{t}" for t in TRAITS for f in FEATURES[1:])
+#: The largest ``prose`` trait: a repository with more of its spans in documentation counts as this much.
+#: The weights were fitted on repositories up to 0.42 (bash-it); a linear weight carried past the shares it
+#: saw would push every page of a repository made mostly of pages under its code.
+PROSE_CAP = 0.45
 #: Candidates that make the first-stage evidence of ``docs_lead``.
 LEAD = 10
 RANKER_FILE = "ranker.json"
@@ -199,6 +207,7 @@ class Precision:
         self._names: dict[int, tuple[frozenset[str], float]] = {}
         self._kinds: dict[int, tuple[float, float, float]] = {}
         self._path_words = PathWords(scorer.tokenize)
+        self._prose: float | None = None
 
     def set_weights(self, relative: Sequence[float]) -> None:
         """Use other weights: those of :data:`COLUMNS` after the first, relative to the first's (what
@@ -231,14 +240,24 @@ class Precision:
         rescored.sort(key=lambda item: (-item[1], item[0]))
         return rescored
 
-    @staticmethod
-    def traits(query: Query, rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    def traits(self, query: Query, rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
         """The :data:`TRAITS` of ``query`` with its candidates' ``rows`` (:meth:`features`, best first)."""
         lead = rows[:LEAD]
         doc = FEATURES.index("doc_file")
         total = sum(row[0] for row in lead)
         docs = sum(row[0] for row in lead if row[doc]) / total if total > 0 else 0.0
-        return (*query_traits(query.text), docs)
+        asked = query_traits(query.text)
+        return (*asked, docs, self.prose_share * (1.0 - asked[QUERY_TRAITS.index("asks")]))
+
+    @property
+    def prose_share(self) -> float:
+        """The share of the index's spans whose file is documentation (:func:`path_kind`), at most
+        :data:`PROSE_CAP`, computed once."""
+        if self._prose is None:
+            prose = [path_kind(p).prose for p in self.paths]
+            share = sum(prose[f] for f in self.file_of) / len(self.file_of) if len(self.file_of) else 0.0
+            self._prose = min(share, PROSE_CAP)
+        return self._prose
 
     def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, ...]]:
         """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
