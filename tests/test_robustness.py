@@ -418,3 +418,35 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(indexed: Path) -> None
         os.close(write)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 141
+
+
+def test_a_folder_another_indexer_claims_while_this_one_looks_stays_claimable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other run's marker lands between this run's look for it and its listing of the folder, then the
+    other run writes its generation: the folder is fastrag's all the same. A folder of someone else's files
+    is still refused."""
+    from fastrag.indexing.corpus import INDEX_MARKER
+
+    index_dir = tmp_path / "index"
+    (index_dir / "gen-0001-staging").mkdir(parents=True)
+    (index_dir / INDEX_MARKER).write_text("fastrag index folder\n")
+    real = Path.is_file
+    looked: list[Path] = []
+
+    def first_look_misses(path: Path) -> bool:
+        if path.name == INDEX_MARKER and not looked:
+            looked.append(path)
+            return False  # as this run saw it, just before the other run's rename
+        return real(path)
+
+    monkeypatch.setattr(Path, "is_file", first_look_misses)
+    generations.claim_index_dir(index_dir)
+    assert looked and (index_dir / "gen-0001-staging").is_dir()
+    monkeypatch.undo()
+    other = tmp_path / "theirs"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine\n")
+    with pytest.raises(UserError, match="not a fastrag index"):
+        generations.claim_index_dir(other)
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]

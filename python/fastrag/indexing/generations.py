@@ -211,7 +211,8 @@ def claim_index_dir(index_dir: Path) -> None:
         raise UserError(f"cannot list the index directory {index_dir}: {exc.strerror or exc}") from exc
     # what another run claiming the folder at the same moment may have put there first is fastrag's too
     transient = {n for n in names if _TEMPORARY_FILE.fullmatch(n)} | {LOCK_FILE}
-    ours = not (names - transient) or "shards.json" in names
+    # the marker listed now means another run claimed the folder between the check above and the listing
+    ours = INDEX_MARKER in names or not (names - transient) or "shards.json" in names
     if not ours and CURRENT_FILE in names:
         try:
             live = (index_dir / CURRENT_FILE).read_text(encoding="utf-8").strip()
