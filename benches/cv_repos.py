@@ -123,7 +123,7 @@ FUNCTION_WORDS = frozenset(
 #: The share of vLLM's half of the loss its questions' keyword forms carry (``--keyword-share``), and of the
 #: repositories' half their tasks put as questions carry (``--asked-share``, :data:`ASKED_FORMS`). A person types a
 #: need in either form; fitted on the written forms alone, the ranker learnt the benchmarks' forms rather than
-#: their needs (benches/RESULTS.md, "Questions typed without their question words").
+#: their needs (benches/RESULTS.md, "Every form a person types").
 KEYWORD_SHARE = 0.2
 ASKED_SHARE = 0.2
 #: A benchmark query put as a person asks it: the forms the ranker is fitted on, then forms it never sees,

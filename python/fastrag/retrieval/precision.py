@@ -246,8 +246,8 @@ class Precision:
         doc = FEATURES.index("doc_file")
         total = sum(row[0] for row in lead)
         docs = sum(row[0] for row in lead if row[doc]) / total if total > 0 else 0.0
-        asked = query_traits(query.text)
-        return (*asked, docs, self.prose_share * (1.0 - asked[QUERY_TRAITS.index("asks")]))
+        words = query_traits(query.text)
+        return (*words, docs, self.prose_share * (1.0 - words[QUERY_TRAITS.index("asks")]))
 
     @property
     def prose_share(self) -> float:
