@@ -219,6 +219,8 @@ def test_definitions_ranked_and_kept_incrementally(tmp_path: Path) -> None:
         ("module", "repo/lib/engine.py"),
     ]  # fmt: skip
     assert find_definitions(index.symbols, index.chunks.paths, "Core", ("lib",))[0].path == "repo/lib/core.py"
+    typed = find_definitions(index.symbols, index.chunks.paths, "engine")  # lowercase: the case says nothing
+    assert [(d.kind, d.path) for d in typed][:2] == [("class", "repo/src/engine.h"), ("class", "repo/lib/core.py")]
     (repo / "lib/new.py").write_text("ENGINE_SIZE = 3\n")
     build_index(repo, tmp_path / "index", IndexParams(embed="none"), display_root="repo", progress=False)
     again = load_index(tmp_path / "index")

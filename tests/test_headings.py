@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -215,7 +216,26 @@ def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever, text:
     assert rows[0][0] == 1.0 and all(len(row) == len(precision.FEATURES) for row in rows)
     assert all(len(row) == len(precision.COLUMNS) for row in wide)
     assert all(0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0 for row in rows)
-    assert all(0 <= x <= 1 for row in rows for x in row[3:])
+    gaps = len(precision.GAPS)
+    assert all(0 <= x <= 1 for row in rows for x in row[3:-gaps])
+    assert all(x <= 0 for row in rows for x in row[-gaps:])
+
+
+def test_place_and_gap_features_say_where_a_candidate_stands_among_the_others(retriever: Retriever) -> None:
+    query = analyse("torch profiler for a run", retriever.index.bm25)
+    ranked = retriever.lexical.search(query.text, 20)
+    rows = retriever.precision.features(query, ranked)
+    rank = precision.FEATURES.index("rank")
+    assert [row[rank] for row in rows] == pytest.approx(
+        [math.log1p(place) / math.log(precision.DEPTH) for place in range(len(rows))]
+    )
+    assert rows[0][rank] == 0.0 and all(a[rank] < b[rank] for a, b in itertools.pairwise(rows))
+    for name in precision.GAPS:
+        own, gap = precision.FEATURES.index(name), precision.FEATURES.index(f"{name}_gap")
+        best = max(row[own] for row in rows)
+        assert [row[gap] for row in rows] == pytest.approx([row[own] - best for row in rows])
+        assert max(row[gap] for row in rows) == 0.0
+    assert any(row[precision.FEATURES.index("path_words_gap")] < 0 for row in rows)
 
 
 def test_file_features_grade_a_candidates_file_among_the_candidates(retriever: Retriever) -> None:

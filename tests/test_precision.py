@@ -19,8 +19,9 @@ from fastrag.indexing.symbols import file_symbols
 from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
 from fastrag.retrieval import precision
 from fastrag.retrieval.evidence import path_kind
+from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import COLUMNS, TRAITS, Precision, densest_span, file_stem, recut
-from fastrag.retrieval.query import analyse, identifier_variants
+from fastrag.retrieval.query import analyse, glued_parts, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
 FILLER = "".join(f"filler line number {i} about nothing in particular\n" for i in range(40))
@@ -137,6 +138,23 @@ def test_variants_need_the_vocabulary_and_no_stopwords(vocabulary: _core.Bm25Ind
     assert identifier_variants("for the model of the sampler", vocabulary) == []
     # already a query term: not a variant
     assert identifier_variants("rejection_sampler rejection sampler", vocabulary) == []
+
+
+def test_a_word_the_index_does_not_know_is_split_into_words_it_does(vocabulary: _core.Bm25Index) -> None:
+    assert glued_parts("samplermodel", vocabulary) == ["sampler", "model"]
+    assert glued_parts("the rejectionsampler class", vocabulary) == ["rejection", "sampler"]
+    assert glued_parts("deepseekmodel", vocabulary) == []  # known whole: the index has it as one term
+    assert glued_parts("qwertyuiop zzzzzzzz", vocabulary) == []  # no split into known words
+    assert glued_parts("gptmo", vocabulary) == []  # too short to be glued from parts of 3 characters
+
+
+def test_a_glued_lowercase_identifier_finds_the_words_it_glues() -> None:
+    index = _core.Bm25Index.build(["the vitest runner", "a project of many files", "vitest project setup here"])
+    searcher = LexicalSearcher(index)
+    assert index.search("vitestproject", 3) == ([], [])
+    assert searcher.searched("vitestproject") == "vitestproject vitest project"
+    assert searcher.search("vitestproject", 3)[0][0] == 2
+    assert searcher.search_many(["vitestproject"], 3) == [searcher.search("vitestproject", 3)]
 
 
 def test_blank_query_gives_nothing(vocabulary: _core.Bm25Index) -> None:
@@ -472,7 +490,7 @@ def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path
     for typed in ("HTTPAdapter", "httpadapter"):  # the same lookup typed in lower case
         first = retriever.search(typed, 5, "lexical")[0]
         assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end, typed
-    assert heads("httpadapter") == grades | {c: 0.25 for c in grades if grades[c] < 1.0}
+    assert heads("httpadapter") == {c: 1.0 if g == 1.0 else 0.5 for c, g in grades.items()}  # lowercase: no case
     # not one name: no definition is looked up
     assert heads("how adapters retry") == {}
 

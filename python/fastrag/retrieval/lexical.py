@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastrag import _core
+from fastrag.retrieval.query import glued_parts
 
 
 class LexicalSearcher:
-    """Ranks chunks for queries with the index's BM25, in batches across threads."""
+    """Ranks chunks for queries with the index's BM25, in batches across threads. A word the index does
+    not know is also searched as the index terms it is glued from (:func:`~fastrag.retrieval.query.glued_parts`)."""
 
     def __init__(self, bm25: _core.Bm25Index) -> None:
         self.bm25 = bm25
@@ -16,11 +18,17 @@ class LexicalSearcher:
     def search(self, query: str, depth: int, allowed: bytes | None = None) -> list[tuple[int, float]]:
         """The ``depth`` best ``(chunk_id, score)`` pairs for one query, best first (``allowed``: the
         candidate mask, one byte per chunk)."""
-        ids, scores = self.bm25.search(query, depth, allowed)
+        ids, scores = self.bm25.search(self.searched(query), depth, allowed)
         return list(zip(ids, scores))
 
     def search_many(
         self, queries: Sequence[str], depth: int, allowed: bytes | None = None
     ) -> list[list[tuple[int, float]]]:
         """:meth:`search` for many queries in one native call (parallel, GIL released)."""
-        return [list(zip(ids, scores)) for ids, scores in self.bm25.search_batch(list(queries), depth, allowed)]
+        searched = [self.searched(q) for q in queries]
+        return [list(zip(ids, scores)) for ids, scores in self.bm25.search_batch(searched, depth, allowed)]
+
+    def searched(self, query: str) -> str:
+        """``query`` with the parts of its glued words appended."""
+        parts = glued_parts(query, self.bm25)
+        return f"{query} {' '.join(parts)}" if parts else query

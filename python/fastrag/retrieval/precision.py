@@ -33,6 +33,10 @@ cannot see decides many of the questions it gets wrong:
   the file's candidates (relative to the best file's) and how many it has: a file much of the query's
   evidence comes from is what the query is about.
 
+* **where the candidate stands among the others** — its place in the first stage's list, and how far its
+  definitions, path-words and file-name evidence lie below the best candidate's: the same evidence means
+  more when no other candidate has more (a few keywords name one file; a long question names several).
+
 The new score of a candidate is ``score / best score + Σ weight × feature`` over
 :data:`FEATURES` (a linear ranker), with weights that are a linear function of the query's
 :data:`TRAITS` (what its words ask for, where its evidence lies, how much of the repository is
@@ -74,7 +78,9 @@ from fastrag.retrieval.query import Query
 #: whether the chunk opens a definition of the name a one-identifier query asks for (graded by how
 #: :func:`~fastrag.retrieval.symbols.find_definitions` ranks that definition); then two features of
 #: the candidate's *file* among the candidates: the sum of its candidates' first-stage scores
-#: (relative to the best file's sum) and how many candidates it has (log-scaled).
+#: (relative to the best file's sum) and how many candidates it has (log-scaled); last, where the
+#: candidate stands among the others: its place in the first stage's list (log-scaled) and how far its
+#: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best).
 FEATURES = (
     "first_stage",
     "file_name",
@@ -86,7 +92,13 @@ FEATURES = (
     "symbol_definition",
     "file_sum",
     "file_count",
+    "rank",
+    "definitions_gap",
+    "path_words_gap",
+    "file_name_gap",
 )
+#: The features whose distance below the candidates' best is a feature of its own (``<name>_gap``).
+GAPS = ("definitions", "path_words", "file_name")
 #: What a query asks for and where it is asked (:meth:`Precision.traits`), each in [0, 1]: from its words
 #: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question, naming tests, naming
 #: documentation), from the first stage's evidence (``docs_lead``: the share of the ten best
@@ -116,6 +128,9 @@ RANKER_FILE = "ranker.json"
 #: and 600 candidates gave NDCG@10 .833, .838, .838 against .828 (benches/RESULTS.md,
 #: "Cross-validation by repository"), vLLM recall within .008.
 DEPTH = 300
+#: The ``rank`` feature's scale: a candidate's place over the first stage's list, log-scaled so that the
+#: last of :data:`DEPTH` candidates is at 1.0.
+RANK_SCALE = math.log(DEPTH)
 #: Width of re-cut spans in characters; 0 leaves the spans as the chunker cut them.
 FOCUS = 0
 #: Saturation of a term's count inside a re-cut window (BM25's k1 with no length part).
@@ -283,11 +298,13 @@ class Precision:
         top_sum = max(1.0, max(sums.values()))  # the best candidate alone gives its file 1.0
         scale = math.log1p(len(ranked))
         rows: list[tuple[float, ...]] = []
-        for (cid, score), d, sym in zip(ranked, defined, symbol):
+        for place, ((cid, score), d, sym) in enumerate(zip(ranked, defined, symbol)):
             f = file_of[cid]
             row = (score / best, names[f], d, shares[f], *kinds[f], sym)
-            rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale))
-        return rows
+            rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale, math.log1p(place) / RANK_SCALE))
+        gapped = [FEATURES.index(name) for name in GAPS]
+        tops = [max(row[j] for row in rows) for j in gapped]
+        return [(*row, *(row[j] - top for j, top in zip(gapped, tops))) for row in rows]
 
     @staticmethod
     def columns(rows: Sequence[Sequence[float]], traits: Sequence[float]) -> list[tuple[float, ...]]:

@@ -22,6 +22,9 @@ from typing import Protocol
 
 #: Longest run of adjacent words joined into one identifier.
 MAX_JOINED_WORDS = 3
+#: Shortest part, and longest word, of a glued word split into index terms (:func:`glued_parts`).
+MIN_PART_CHARS = 3
+MAX_GLUED_CHARS = 40
 _WORD = re.compile(r"[A-Za-z0-9]+")
 #: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
 #: document / anchor / heading / title ...", "Where in ...". Its answer is a heading or anchor line.
@@ -104,3 +107,43 @@ def identifier_variants(text: str, vocabulary: Vocabulary, known: frozenset[str]
                 if whole and whole not in known and whole not in found and vocabulary.idf(whole) > 0:
                     found.append(whole)
     return found
+
+
+def glued_parts(text: str, vocabulary: Vocabulary) -> list[str]:
+    """The parts of the words of ``text`` the index does not know that split into words it does.
+
+    An identifier typed without its case (``vitestproject`` for ``VitestProject``, ``jsonwriter``) is one
+    unknown word to the tokenizer, where the capitals would have given it its parts. Each such word is split
+    into the fewest parts of at least :data:`MIN_PART_CHARS` characters that are all index terms (the longer
+    first part on a tie); a word the index knows, or one that does not split so, adds nothing.
+    """
+    parts: list[str] = []
+    for word in _WORD.findall(text):
+        if not MIN_PART_CHARS * 2 <= len(word) <= MAX_GLUED_CHARS:
+            continue
+        tokens = vocabulary.tokenize(word)
+        if len(tokens) != 1 or vocabulary.idf(tokens[0]) > 0:
+            continue
+        split = _fewest_known_parts(word.lower(), vocabulary)
+        if split:
+            parts.extend(split)
+    return parts
+
+
+def _fewest_known_parts(word: str, vocabulary: Vocabulary) -> list[str]:
+    """``word`` as the fewest (at least two) pieces that each tokenize to known index terms; empty if none."""
+
+    def known(piece: str) -> bool:
+        tokens = vocabulary.tokenize(piece)
+        return bool(tokens) and all(vocabulary.idf(t) > 0 for t in tokens)
+
+    n = len(word)
+    best: list[list[str] | None] = [None] * (n + 1)  # best[i]: the fewest pieces of word[i:]
+    best[n] = []
+    for i in range(n - MIN_PART_CHARS, -1, -1):
+        for j in range(n, i + MIN_PART_CHARS - 1, -1):  # longer pieces first: the longer first part wins ties
+            rest = best[j]
+            if rest is not None and (best[i] is None or len(rest) + 1 < len(best[i] or ())) and known(word[i:j]):
+                best[i] = [word[i:j], *rest]
+    found = best[0]
+    return found if found is not None and len(found) >= 2 else []

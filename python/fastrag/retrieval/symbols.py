@@ -1,13 +1,15 @@
 """Definitions and outlines from the symbols table an index keeps (:mod:`fastrag.indexing.symbols`).
 
 :func:`find_definitions` ranks every definition of a name, best first: the name in the same case
-before another case; then by kind (:data:`~fastrag.indexing.symbols.KINDS`: a class before a function
-before a variable, a forward declaration last); then one outside a version folder (``pydantic/main.py``
-before ``pydantic/v1/main.py``), else in the newest of several versions kept side by side (``v4/`` before
-``v3/``); then a definition whose qualifier (``absl::flat_hash_map``, ``Sinatra::Base``,
-``pkg.Class.method``) names its parents or its folders; then one outside tests, examples and docs;
-then one in a file named after it (``Axios`` in ``Axios.js``); then the larger (a class over a
-forward declaration); then by path. :func:`outline` gives a file's definitions as a tree.
+before another case, when the name was typed with a capital (``status`` typed in lowercase says nothing
+of its case, and finds the class ``Status`` as it finds a function ``status``); then by kind
+(:data:`~fastrag.indexing.symbols.KINDS`: a class before a function before a variable, a forward
+declaration last); then one outside a version folder (``pydantic/main.py`` before ``pydantic/v1/main.py``),
+else in the newest of several versions kept side by side (``v4/`` before ``v3/``); then a definition whose
+qualifier (``absl::flat_hash_map``, ``Sinatra::Base``, ``pkg.Class.method``) names its parents or its
+folders; then one outside tests, examples and docs; then one in a file named after it (``Axios`` in
+``Axios.js``); then the larger (a class over a forward declaration); then by path. :func:`outline` gives a
+file's definitions as a tree.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def find_definitions(
     """Every definition of ``name`` (any case) in the symbols ``table`` of an index whose files are
     ``paths``, best first (module docstring)."""
     folded = name.casefold()
+    cased = name != folded  # a name typed all in lowercase asks for no case
     wanted = {q.casefold() for q in qualifiers}
     ranked: list[tuple[tuple[Any, ...], Definition]] = []
     for i, candidate in enumerate(table.name):
@@ -127,7 +130,7 @@ def find_definitions(
         context = {p.casefold() for p in parents} | {f.casefold() for f in path.split("/")[:-1]}
         versions = [int(v) for v in _VERSION.findall(path)]
         key = (
-            candidate != name,
+            cased and candidate != name,
             (bool(versions), -max(versions, default=0)),
             KINDS.index(kind) if kind in KINDS else len(KINDS),
             -len(wanted & context) if wanted else 0,
@@ -162,8 +165,8 @@ class DefinitionHeads:
 
     def grades(self, query: str) -> dict[int, float]:
         """Chunk id → 1.0 for the chunks holding the first line of the name's best definition, 0.5 for
-        another definition of the name in the same case, 0.25 in another case; empty when the query
-        is not one name or the index keeps no definitions."""
+        another definition of the name in the same case (any case for a name typed in lowercase), 0.25 in
+        another case; empty when the query is not one name or the index keeps no definitions."""
         try:
             name, qualifiers = definition_name(query)
             found = find_definitions(self.index.symbols, self.index.chunks.paths, name, qualifiers)[:MAX_HEADS]
@@ -182,7 +185,7 @@ class DefinitionHeads:
                 continue
             starts = line_offsets(text)
             head = starts[d.first_line - 1] if 0 < d.first_line <= len(starts) else len(text)
-            grade = 1.0 if rank == 0 else 0.5 if d.name == name else 0.25
+            grade = 1.0 if rank == 0 else 0.5 if d.name == name or name == name.casefold() else 0.25
             for cid in self._chunks_of.get(self._file_of[d.path], ()):
                 if chunks.start[cid] <= head < chunks.end[cid] and grades.get(cid, 0.0) < grade:
                     grades[cid] = grade
