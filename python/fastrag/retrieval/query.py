@@ -112,8 +112,8 @@ def identifier_variants(text: str, vocabulary: Vocabulary, known: frozenset[str]
 def glued_parts(text: str, vocabulary: Vocabulary) -> list[str]:
     """The parts of the words of ``text`` the index does not know that split into words it does.
 
-    An identifier typed without its case (``vitestproject`` for ``VitestProject``, ``jsonwriter``) is one
-    unknown word to the tokenizer, where the capitals would have given it its parts. Each such word is split
+    An identifier typed without its case (``vitestproject`` for ``VitestProject``) is one unknown word to
+    the tokenizer, where the capitals would have given it its parts. Each such word is split
     into the fewest parts of at least :data:`MIN_PART_CHARS` characters that are all index terms (the longer
     first part on a tie); a word the index knows, or one that does not split so, adds nothing.
     """
