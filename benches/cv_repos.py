@@ -568,9 +568,11 @@ def main() -> None:
     }
     asked_lines = ["| benchmark queries | " + " | ".join(f"{c} NDCG@10" for c in asked_columns) + " |"]
     asked_lines.append("|" + "---|" * (1 + len(asked_columns)))
-    for form, items in {"as written": tasks, **forms}.items():
+    written = [f"{over_repos(tasks, columns[c][1]):.3f}" for c in asked_columns]  # scored above
+    asked_lines.append("| as written | " + " | ".join(written) + " |")
+    for form, items in forms.items():
         cells = [f"{form_mean(items, pick, pooled, indexes):.3f}" for pick in asked_columns.values()]
-        label = form if form == "as written" else f"`{form}`" + (" (fitted on)" if form in ASKED_FORMS else "")
+        label = f"`{form}`" + (" (fitted on)" if form in ASKED_FORMS else "")
         asked_lines.append(f"| {label} | " + " | ".join(cells) + " |")
     grid_line, _ = spread_grid(pooled, indexes, args.folds)
     relative = everything / everything[0]

@@ -71,6 +71,8 @@ from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
 from fastrag.retrieval.evidence import PathKind, PathWords, is_symbol_query, path_kind, query_traits
 from fastrag.retrieval.query import Query
 
+#: The features whose distance below the candidates' best is a feature of its own (``<name>_gap``).
+GAPS = ("definitions", "path_words", "file_name")
 #: The features of a candidate (:meth:`Precision.features`): its first-stage score / the list's best,
 #: the file-name match, the definitions the query names, the share of the query's words that name
 #: the file's path, whether the file is a test (:meth:`Precision.is_test`: by its folder, or by its name
@@ -93,12 +95,9 @@ FEATURES = (
     "file_sum",
     "file_count",
     "rank",
-    "definitions_gap",
-    "path_words_gap",
-    "file_name_gap",
+    *(f"{name}_gap" for name in GAPS),
 )
-#: The features whose distance below the candidates' best is a feature of its own (``<name>_gap``).
-GAPS = ("definitions", "path_words", "file_name")
+_GAPPED = tuple(FEATURES.index(name) for name in GAPS)
 #: What a query asks for and where it is asked (:meth:`Precision.traits`), each in [0, 1]: from its words
 #: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question, naming tests, naming
 #: documentation), from the first stage's evidence (``docs_lead``: the share of the ten best
@@ -302,9 +301,8 @@ class Precision:
             f = file_of[cid]
             row = (score / best, names[f], d, shares[f], *kinds[f], sym)
             rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale, math.log1p(place) / RANK_SCALE))
-        gapped = [FEATURES.index(name) for name in GAPS]
-        tops = [max(row[j] for row in rows) for j in gapped]
-        return [(*row, *(row[j] - top for j, top in zip(gapped, tops))) for row in rows]
+        tops = [max(row[j] for row in rows) for j in _GAPPED]
+        return [(*row, *(row[j] - top for j, top in zip(_GAPPED, tops))) for row in rows]
 
     @staticmethod
     def columns(rows: Sequence[Sequence[float]], traits: Sequence[float]) -> list[tuple[float, ...]]:

@@ -111,13 +111,18 @@ def _parents(table: SymbolTable, i: int) -> tuple[str, ...]:
     return tuple(reversed(names))
 
 
+def _same_case(defined: str, typed: str) -> bool:
+    """Whether a definition named ``defined`` is in the case of the name as ``typed``: any case is, for a
+    name typed all in lowercase (it asks for no case)."""
+    return defined == typed or typed == typed.casefold()
+
+
 def find_definitions(
     table: SymbolTable, paths: list[str], name: str, qualifiers: tuple[str, ...] = ()
 ) -> list[Definition]:
     """Every definition of ``name`` (any case) in the symbols ``table`` of an index whose files are
     ``paths``, best first (module docstring)."""
     folded = name.casefold()
-    cased = name != folded  # a name typed all in lowercase asks for no case
     wanted = {q.casefold() for q in qualifiers}
     ranked: list[tuple[tuple[Any, ...], Definition]] = []
     for i, candidate in enumerate(table.name):
@@ -130,7 +135,7 @@ def find_definitions(
         context = {p.casefold() for p in parents} | {f.casefold() for f in path.split("/")[:-1]}
         versions = [int(v) for v in _VERSION.findall(path)]
         key = (
-            cased and candidate != name,
+            not _same_case(candidate, name),
             (bool(versions), -max(versions, default=0)),
             KINDS.index(kind) if kind in KINDS else len(KINDS),
             -len(wanted & context) if wanted else 0,
@@ -185,7 +190,7 @@ class DefinitionHeads:
                 continue
             starts = line_offsets(text)
             head = starts[d.first_line - 1] if 0 < d.first_line <= len(starts) else len(text)
-            grade = 1.0 if rank == 0 else 0.5 if d.name == name or name == name.casefold() else 0.25
+            grade = 1.0 if rank == 0 else 0.5 if _same_case(d.name, name) else 0.25
             for cid in self._chunks_of.get(self._file_of[d.path], ()):
                 if chunks.start[cid] <= head < chunks.end[cid] and grades.get(cid, 0.0) < grade:
                     grades[cid] = grade
