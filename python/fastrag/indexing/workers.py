@@ -98,6 +98,11 @@ def stop(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
+    # the pool's manager thread closes its wake-up pipe as it notices the workers gone; left running, it can
+    # close that pipe while the interpreter's exit hook writes to it (a traceback after "interrupted")
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(STOP_GRACE_S)
 
 
 _EXECUTOR_FILE = os.path.join("concurrent", "futures", "process.py")
