@@ -50,13 +50,13 @@ from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import IOU_THRESHOLD, MISS_CAUSES, RECALL_KS, iou, miss_cause
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval import precision
-from fastrag.retrieval.evidence import asks_directly
 from fastrag.retrieval.query import analyse
 from fastrag.retrieval.retriever import (
     Hit,
     Retriever,
     clean_query,
     distinct,
+    file_spread,
     hits_to_sources,
     interleave,
     nested_first,
@@ -195,6 +195,15 @@ def fit(
     return out
 
 
+#: The column of whether a candidate is documentation (the first-stage evidence of the ``docs_lead`` trait).
+DOC = precision.FEATURES.index("doc_file")
+
+
+def docs_lead(columns: np.ndarray) -> float:
+    """The ``docs_lead`` trait of a question's candidates from their columns (best first)."""
+    return precision.lead_share(columns[:, 0].tolist(), columns[:, DOC].tolist())
+
+
 #: What ranks a question's candidates: linear weights over its columns, or any model of its columns.
 Ranker = np.ndarray | Callable[[np.ndarray], np.ndarray]
 
@@ -211,8 +220,9 @@ def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bo
     scores = model_scores(q.features, weights)
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
-    if retriever.spread < 1.0 and not asks_directly(q.text):
-        ranked = spread_files(ranked, retriever.index.chunks.file, retriever.spread)
+    decay = file_spread(q.text, docs_lead(q.features), retriever.names_code, retriever.spread)
+    if decay < 1.0:
+        ranked = spread_files(ranked, retriever.index.chunks.file, decay)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
         hits = interleave(q.places, hits)

@@ -50,6 +50,7 @@ from cv import (
     Ranker,
     candidate_columns,
     collect,
+    docs_lead,
     fit,
     folds_of,
     found_share,
@@ -67,8 +68,16 @@ from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import RECALL_KS
 from fastrag.indexing.sources import Sources
 from fastrag.retrieval import precision
-from fastrag.retrieval.evidence import asks_directly
-from fastrag.retrieval.retriever import Hit, Retriever, clean_query, distinct, nested_first, spread_files
+from fastrag.retrieval.evidence import asks_for_passage
+from fastrag.retrieval.retriever import (
+    Hit,
+    Retriever,
+    clean_query,
+    distinct,
+    file_spread,
+    nested_first,
+    spread_files,
+)
 
 SECTION = "## Cross-validation by repository"
 #: The form of a vLLM question typed as a search: its words without question words and English function
@@ -206,8 +215,9 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
     retriever = index.retriever
-    if retriever.spread < 1.0 and not asks_directly(item.task.query):
-        ranked = spread_files(ranked, chunks.file, retriever.spread)
+    decay = file_spread(item.task.query, docs_lead(item.features), retriever.names_code, retriever.spread)
+    if decay < 1.0:
+        ranked = spread_files(ranked, chunks.file, decay)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
     return ndcg_at_10(index.spans(hits), item.task)
 
@@ -283,7 +293,7 @@ class Pooled:
         loss's optimum, fits what the loss cannot express. Direct questions are not climbed: climbing vLLM's
         recall the same way overfit its training questions (docs/retrieval.md).
         """
-        tasks = [t for t in chosen if isinstance(t, RepoTask) and not asks_directly(t.task.query)]
+        tasks = [t for t in chosen if isinstance(t, RepoTask) and not self.asks_for_passage(t)]
         if not tasks:
             return weights
         typed = [q for q in chosen if isinstance(q, Question) and q.dataset.endswith(f"_{KEYWORDS}.json")]
@@ -303,6 +313,11 @@ class Pooled:
                     if value > best + 1e-9 and self.typed_recall(typed, trial) >= floor - 1e-9:
                         best_w, best = trial, value
         return best_w
+
+    def asks_for_passage(self, item: RepoTask) -> bool:
+        """Whether the task's query asks for a passage (the ``asks`` trait of its columns)."""
+        names_code = self.indexes[item.task.repo].retriever.names_code
+        return asks_for_passage(item.task.query, docs_lead(item.features), names_code)
 
     def typed_recall(self, typed: Sequence[Question], weights: np.ndarray) -> float:
         """Mean recall@5 of the keyword forms ``typed`` under ``weights`` (1.0 for none)."""

@@ -8,12 +8,14 @@ from fastrag import _core
 from fastrag.retrieval.evidence import (
     PathWords,
     asks_directly,
+    asks_location,
     is_symbol_query,
+    names_identifier,
     path_kind,
     query_traits,
     symbol_name,
 )
-from fastrag.retrieval.retriever import spread_files
+from fastrag.retrieval.retriever import ASKED_SPREAD, SPREAD, file_spread, spread_files
 
 
 @pytest.mark.parametrize(
@@ -139,3 +141,51 @@ def test_spread_files_demotes_a_files_further_spans() -> None:
     # a negative score (a test file's, after the precision stage) is pushed further down, never up
     negative = spread_files([(0, 1.0), (1, -0.2), (2, -0.4)], [0, 1, 1], 0.5)
     assert [c for c, _ in negative] == [0, 1, 2] and dict(negative)[2] == pytest.approx(-0.6)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("How does ClientSession acquire connections", True),
+        ("what is the default value of max_num_seqs", True),
+        ("how does app.render resolve views", True),
+        ("Where is Sinatra::Base defined", True),
+        ("how is withContext implemented", True),
+        ("what does __init__ take", True),
+        ("when is flush() called", True),
+        ("How do I enable LoRA adapters in vLLM", False),
+        ("what HTTP status does the MoE layer return", False),
+        ("how does dependency injection work", False),
+    ],
+)
+def test_a_name_in_code_is_told_by_its_shape(text: str, named: bool) -> None:
+    assert names_identifier(text) is named, text
+
+
+def test_questions_that_ask_where_something_is() -> None:
+    for text in ("Where is the code for cookie storage", "Which file implements retries", "what module parses dates"):
+        assert asks_location(text) and asks_location(text + "?"), text
+    for text in ("How does the scheduler preempt requests", "which option sets the timeout", "what is a monad"):
+        assert not asks_location(text), text
+
+
+def test_file_spread_follows_what_a_question_asks_for() -> None:
+    code, docs = 0.0, 0.2  # no page among the first stage's best candidates; some
+
+    def spread(query: str, lead: float, keywords: float = SPREAD) -> float:
+        return file_spread(query, lead, names_identifier, keywords)
+
+    # keywords and descriptions of code are spread, whatever their evidence
+    assert spread("cookie storage", docs) == spread("cookie storage", code) == SPREAD
+    assert spread("cookie storage", code, keywords=0.7) == 0.7
+    # a question that asks where, or about a concept only code holds, is spread gently
+    assert spread("Where can I find the retry settings?", docs) == ASKED_SPREAD
+    assert spread("How does dependency injection work?", code) == ASKED_SPREAD
+    # a question whose evidence includes pages, or that names a thing in code, wants its passage
+    assert spread("How does dependency injection work?", docs) == 1.0
+    assert spread("How does ClientSession acquire connections?", code) == 1.0
+    assert spread("Where is ClientSession defined?", code) == 1.0
+    assert file_spread("where is clientsession defined", code, lambda q: "clientsession" in q) == 1.0
+    # its punctuation changes nothing
+    for text in ("How does dependency injection work", "How does dependency injection work."):
+        assert spread(text, code) == ASKED_SPREAD

@@ -18,6 +18,7 @@ from fastrag.indexing.records import FileRecord
 from fastrag.indexing.symbols import file_symbols
 from fastrag.indexing.texts import Definitions, SymbolDefinitions, defined_names, definitions_of
 from fastrag.retrieval import precision
+from fastrag.retrieval import retriever as retriever_module
 from fastrag.retrieval.evidence import path_kind
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import COLUMNS, TRAITS, Precision, densest_span, file_stem, recut
@@ -594,3 +595,46 @@ def test_the_repository_trait_is_the_share_of_its_spans_that_documentation_holds
         traits = stage.traits(query, stage.features(query, retriever.lexical.search(query.text, 10)))
         # a direct question says for itself whether it wants a page; a few words leave it to the repository
         assert len(traits) == len(TRAITS) and traits[TRAITS.index("prose")] == prose, text
+
+
+SPREAD_REPO = {
+    "web/jar.py": "\n\n".join(
+        f"def cookie_step_{i}(jar):\n    '''Cookie storage step {i}: keep the cookie in storage.'''\n"
+        + "    cookie = jar.cookie\n    storage = jar.storage\n" * 30
+        + f"    return storage.keep(cookie, {i})\n"
+        for i in range(6)
+    ),
+    "web/persist.py": "def save_cookie(storage, cookie):\n    '''Write one cookie to its storage.'''\n"
+    + "    storage.write(cookie)\n" * 20,
+    "web/other.py": "def unrelated():\n    return 1\n",
+    "web/session.py": "class CookieJar:\n    pass\n",
+}
+
+
+def test_a_question_that_asks_for_files_is_spread_and_weighed_as_keywords(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = Retriever.open(indexed(tmp_path, SPREAD_REPO))
+
+    def files(query: str) -> list[str]:
+        return [h.file_path.rsplit("/", 1)[1] for h in retriever.search(query, 4, "lexical")]
+
+    where = "Where is cookie storage handled?"
+    named = "How does cookie_step_1 keep cookie storage?"
+    spread = {q: files(q) for q in (where, named)}
+    monkeypatch.setattr(retriever_module, "ASKED_SPREAD", 1.0)
+    kept = {q: files(q) for q in (where, named)}
+    assert kept[where][:2] == ["jar.py", "jar.py"], kept  # unspread, the one file's spans come first
+    assert spread[where][:2] == ["jar.py", "persist.py"], spread  # asked where: the files that hold it
+    assert spread[named] == kept[named], (spread, kept)  # a named thing: its passages, as ranked
+    # the ranker weighs a question that asks for files as it weighs keywords: its `asks` trait is off
+    stage = retriever.precision
+
+    def asks(text: str) -> float:
+        query = analyse(text, retriever.index.bm25)
+        return stage.traits(query, stage.features(query, retriever.lexical.search(query.text, 10)))[0]
+
+    assert TRAITS[0] == "asks" and asks(where) == 0.0 and asks(named) == 1.0
+    # a name the index defines names that thing in any case; plain words do not
+    assert retriever.names_code("where does the cookiejar keep cookies")
+    assert not retriever.names_code("where does the cookie jar keep cookies")

@@ -499,7 +499,8 @@ class LoadedIndex:
 
     @property
     def symbols(self) -> SymbolTable:
-        """The generation's definitions (loaded once, on first use: searching never reads them); a
+        """The generation's definitions (loaded once, on first use: a search reads them only to tell whether
+        a direct question names something in code, ``Retriever.names_code``); a
         :class:`UserError` for an index of shards or one built before definitions were kept."""
         table: SymbolTable | None = self._lazy.get("symbols")
         if table is None:

@@ -38,7 +38,10 @@ __all__ = [
     "PathKind",
     "PathWords",
     "asks_directly",
+    "asks_for_passage",
+    "asks_location",
     "is_symbol_query",
+    "names_identifier",
     "path_kind",
     "query_traits",
     "symbol_name",
@@ -162,6 +165,19 @@ _NAMES_TESTS = re.compile(r"\b(?:tests?|testing|tested|unit ?tests?|specs?|fixtu
 _NAMES_DOCS = re.compile(
     r"\b(?:docs?|documentation|documented|guides?|tutorials?|readme|manual|pages?|sections?)\b", re.IGNORECASE
 )
+#: A question that asks where something is: ``where``, or which (or what) file, module, class, function,
+#: package or folder holds it.
+_LOCATES = re.compile(
+    r"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:files?|modules?|class(?:es)?|functions?|methods?"
+    r"|packages?|folders?|director(?:y|ies)|components?|parts?)\b",
+    re.IGNORECASE,
+)
+#: A word in the shape of a name in code: snake_case (an underscore beside a letter or digit), qualified
+#: (``a.b``, ``A::B``, ``a->b``), camelCase, CamelCase of two humps or more, or a call (``f()``). An
+#: acronym (``HTTP``, ``MoE``, ``vLLM``) is not one.
+_IDENTIFIER = re.compile(
+    r"[^\W_]_|_[^\W_]|[A-Za-z_]\w*(?:\.|::|->)[A-Za-z_]|[a-z]{2,}[A-Z]|\b[A-Z][a-z0-9]+[A-Z][a-z]|\w\(\)"
+)
 #: The traits :func:`query_traits` reads from a query's words, in its order.
 TRAITS = ("asks", "names_tests", "names_docs")
 
@@ -170,6 +186,29 @@ def asks_directly(text: str) -> bool:
     """Whether ``text`` is put as a direct question (see :data:`_ASKS`): its words decide, never its
     punctuation."""
     return _ASKS.search(text) is not None
+
+
+def asks_location(text: str) -> bool:
+    """Whether ``text`` asks where something is (``where is the retry policy``, ``which file parses
+    cookies``): its answer is a file, and several files answer it better than one file's spans."""
+    return _LOCATES.search(text) is not None
+
+
+def names_identifier(text: str) -> bool:
+    """Whether ``text`` names something by its name in code (``ClientSession``, ``max_num_seqs``,
+    ``app.render``, ``withContext``): a question about a named thing asks for the passage about it."""
+    return _IDENTIFIER.search(text) is not None
+
+
+def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bool] = names_identifier) -> bool:
+    """Whether ``text`` asks for the passage that answers it, rather than for the files that hold what it
+    names: a direct question does, unless it names nothing in code (``names_code``, asked last) and asks
+    where, or finds no documentation among its first stage's best candidates (``docs_lead`` 0): "where is
+    the code for cookie storage" and "how does dependency injection work" ask which code holds a concept,
+    as a few keywords do."""
+    if not asks_directly(text):
+        return False
+    return not (asks_location(text) or docs_lead <= 0.0) or names_code(text)
 
 
 def query_traits(text: str) -> tuple[float, ...]:

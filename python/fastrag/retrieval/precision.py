@@ -68,7 +68,15 @@ from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.reading import IndexedFiles
 from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
-from fastrag.retrieval.evidence import PathKind, PathWords, is_symbol_query, path_kind, query_traits
+from fastrag.retrieval.evidence import (
+    PathKind,
+    PathWords,
+    asks_for_passage,
+    is_symbol_query,
+    names_identifier,
+    path_kind,
+    query_traits,
+)
 from fastrag.retrieval.query import Query
 
 #: The features whose distance below the candidates' best is a feature of its own (``<name>_gap``).
@@ -98,9 +106,12 @@ FEATURES = (
     *(f"{name}_gap" for name in GAPS),
 )
 _GAPPED = tuple(FEATURES.index(name) for name in GAPS)
+_DOC = FEATURES.index("doc_file")
+_ASKS = QUERY_TRAITS.index("asks")
 #: What a query asks for and where it is asked (:meth:`Precision.traits`), each in [0, 1]: from its words
-#: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question, naming tests, naming
-#: documentation), from the first stage's evidence (``docs_lead``: the share of the ten best
+#: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question that asks for a passage rather than
+#: for files, :func:`~fastrag.retrieval.evidence.asks_for_passage`; naming tests; naming documentation),
+#: from the first stage's evidence (``docs_lead``: the share of the ten best
 #: candidates' score that documentation holds), and from the repository (``prose``: the share of its
 #: indexed spans that documentation holds, for a query not put as a direct question: where pages are
 #: many, a page among the candidates says less about what a few words ask for, while a question says
@@ -208,10 +219,12 @@ class Precision:
         weights: Sequence[float] | None = None,
         heads: Callable[[str], dict[int, float]] | None = None,
         mentions: Callable[[str], Sequence[int]] | None = None,
+        names_code: Callable[[str], bool] = names_identifier,
     ) -> None:
         self.scorer = scorer
         self.heads = heads
         self.mentions = mentions
+        self.names_code = names_code
         self.paths = paths
         self.file_of = file_of
         self.definitions = definitions
@@ -256,12 +269,16 @@ class Precision:
 
     def traits(self, query: Query, rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
         """The :data:`TRAITS` of ``query`` with its candidates' ``rows`` (:meth:`features`, best first)."""
-        lead = rows[:LEAD]
-        doc = FEATURES.index("doc_file")
-        total = sum(row[0] for row in lead)
-        docs = sum(row[0] for row in lead if row[doc]) / total if total > 0 else 0.0
-        words = query_traits(query.text)
-        return (*words, docs, self.prose_share * (1.0 - words[QUERY_TRAITS.index("asks")]))
+        docs = lead_share([row[0] for row in rows], [row[_DOC] for row in rows])
+        words = list(query_traits(query.text))
+        words[_ASKS] = float(asks_for_passage(query.text, docs, self.names_code))
+        return (*words, docs, self.prose_share * (1.0 - words[_ASKS]))
+
+    def docs_lead(self, ranked: Sequence[tuple[int, float]]) -> float:
+        """The ``docs_lead`` trait of a first stage's ``ranked`` candidates (chunk id, score; best first),
+        without their other features."""
+        lead = ranked[:LEAD]
+        return lead_share([score for _, score in lead], [self._kind(self.file_of[cid])[2] for cid, _ in lead])
 
     @property
     def prose_share(self) -> float:
@@ -381,6 +398,13 @@ class Precision:
             cached = (tokens, min(1.0, idf / self._max_idf))
             self._names[file_index] = cached
         return cached
+
+
+def lead_share(scores: Sequence[float], prose: Sequence[float]) -> float:
+    """The ``docs_lead`` trait: the share of the first :data:`LEAD` candidates' first-stage ``scores`` (best
+    first) that documentation (``prose`` 1.0) holds; 0.0 when they score nothing."""
+    total = sum(scores[:LEAD])
+    return sum(s for s, p in zip(scores[:LEAD], prose) if p) / total if total > 0 else 0.0
 
 
 def file_stem(path: str) -> str:

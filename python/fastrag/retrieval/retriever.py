@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,13 +18,13 @@ from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
 from fastrag.indexing.reading import IndexedFiles
-from fastrag.retrieval.evidence import asks_directly
+from fastrag.retrieval.evidence import asks_directly, asks_for_passage, names_identifier
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, Precision, recut
 from fastrag.retrieval.query import analyse, asks_where
-from fastrag.retrieval.symbols import DefinitionHeads
+from fastrag.retrieval.symbols import DefinitionHeads, code_names
 from fastrag.schemas import MinimalSource
 
 if TYPE_CHECKING:
@@ -67,6 +68,14 @@ VECTOR_GATE = 0.6
 #: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md, "Cross-validation by
 #: repository": 0.3 in every fold once the keywords form had weights of its own; 0.7 before).
 SPREAD = 0.3
+#: The spread of a direct question's files when it names nothing in code and asks where something is, or
+#: finds only code among its first stage's best candidates (``how does dependency injection work``): it
+#: asks which code holds a concept, and the files that do answer it better than the passages of one
+#: (benches/RESULTS.md, "Questions that ask for files"). Gentler than :data:`SPREAD`: the passage it
+#: wants may be a file's second.
+ASKED_SPREAD = 0.5
+#: The words of a query that may spell a name the index defines (:meth:`Retriever.names_code`).
+_WORDS = re.compile(r"\w+")
 #: Chunks the precision stage reads to tell whether other code names a file with a test-like name.
 MENTIONS = 64
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
@@ -89,6 +98,7 @@ class Retriever:
         #: The index's files, read as they were indexed (:mod:`fastrag.indexing.reading`): every reader
         #: of this index's texts (snippets, spans, prompts, grep, references) shares them.
         self.files = IndexedFiles(index)
+        self._code_names: frozenset[str] | None = None
         heads = DefinitionHeads(index, self.files.get)
         self.precision = Precision(
             index.bm25,
@@ -97,6 +107,7 @@ class Retriever:
             index.definitions,
             heads=heads.grades,
             mentions=self._mentions,
+            names_code=self.names_code,
         )
         #: Width the precision stage re-cuts returned spans to (0: spans as chunked; see
         #: :mod:`fastrag.retrieval.precision` for why that is the default).
@@ -177,6 +188,8 @@ class Retriever:
             lex = lexical[i] if lexical is not None else None
             vec = vector.get(i) if vector is not None else None
             weak = vec is not None and lex is not None and (not vec or vec[0][1] < self.vector_gate)
+            first = lex if lex is not None else vec
+            decay = file_spread(query, self.precision.docs_lead(first or []), self.names_code, self.spread)
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
                 lex = self.precision.rerank(analysed, lex) if lex is not None else None
@@ -193,8 +206,8 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
-            if self.spread < 1.0 and not asks_directly(query):
-                ranked = spread_files(ranked, chunks.file, self.spread)
+            if decay < 1.0:
+                ranked = spread_files(ranked, chunks.file, decay)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -202,6 +215,19 @@ class Retriever:
                 hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def names_code(self, query: str) -> bool:
+        """Whether ``query`` names something in code: a word shaped as a name in code
+        (:func:`~fastrag.retrieval.evidence.names_identifier`), or one that spells, in any case, such a name
+        the index defines (:func:`~fastrag.retrieval.symbols.code_names`: ``modelrunner``)."""
+        if names_identifier(query):
+            return True
+        if self._code_names is None:
+            try:
+                self._code_names = code_names(self.index.symbols)
+            except UserError:  # an index of shards, or one built before definitions were kept: shapes alone
+                self._code_names = frozenset()
+        return any(word.casefold() in self._code_names for word in _WORDS.findall(query))
 
     def _mentions(self, term: str) -> list[int]:
         """The chunks that hold the exact index term ``term`` (the first :data:`MENTIONS` of them)."""
@@ -408,6 +434,16 @@ def nested_first(ranked: list[tuple[int, float]], chunks: ChunkTable) -> list[tu
         if m in follower:
             out.append(ranked[follower[m]])
     return out
+
+
+def file_spread(query: str, docs_lead: float, names_code: Callable[[str], bool], keywords: float = SPREAD) -> float:
+    """How much each further span of a file counts among ``query``'s results (:func:`spread_files`; 1.0:
+    not spread): ``keywords`` for a query not put as a direct question, 1.0 for a question that asks for a
+    passage, :data:`ASKED_SPREAD` for one that asks for files
+    (:func:`~fastrag.retrieval.evidence.asks_for_passage`, with ``docs_lead`` and ``names_code``)."""
+    if not asks_directly(query):
+        return keywords
+    return 1.0 if asks_for_passage(query, docs_lead, names_code) else ASKED_SPREAD
 
 
 def spread_files(ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float) -> list[tuple[int, float]]:

@@ -22,8 +22,17 @@ from typing import Any
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import LoadedIndex, SymbolTable
 from fastrag.indexing.symbols import KINDS, line_offsets
+from fastrag.retrieval.evidence import names_identifier
 
-__all__ = ["Definition", "DefinitionHeads", "OutlineNode", "definition_name", "find_definitions", "outline"]
+__all__ = [
+    "Definition",
+    "DefinitionHeads",
+    "OutlineNode",
+    "code_names",
+    "definition_name",
+    "find_definitions",
+    "outline",
+]
 
 #: Longest name looked up.
 MAX_NAME_CHARS = 200
@@ -150,6 +159,13 @@ def find_definitions(
         )
     ranked.sort(key=lambda pair: pair[0])
     return [d for _, d in ranked]
+
+
+def code_names(table: SymbolTable) -> frozenset[str]:
+    """The names the index defines that are shaped as names in code
+    (:func:`~fastrag.retrieval.evidence.names_identifier`: ``ModelRunner``, ``max_num_seqs``), casefolded:
+    a question that types one in lowercase (``modelrunner``) still names that thing."""
+    return frozenset(name.casefold() for name in set(table.name) if names_identifier(name))
 
 
 #: Definitions of a name whose chunks a one-identifier query's ranking looks at (the best first).
