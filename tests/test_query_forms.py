@@ -2,7 +2,8 @@
 
 Every question of the vLLM sets at hand and every query of the benchmark repositories is searched as
 written, without its ``?``, with one appended, and with it replaced by ``.`` (and ``!``): the first ten
-results must be the same spans in the same order.
+results must be the same spans in the same order. Asked for in a request ("can you find …", "show me …",
+"I'm looking for …"), a query is searched as the words it asks for.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from conftest import DATASETS, ROOT, SHARED, shared_path
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval.query import request_subject
 from fastrag.retrieval.retriever import Retriever, clean_query
 
 XREPO = SHARED / "xrepo"
@@ -40,6 +42,55 @@ def assert_same_in_every_form(retriever: Retriever, queries: Sequence[str], mode
         assert first, query
         for i, results in enumerate(per_form[1:], 1):
             assert [(h.file_path, h.start, h.end) for h in results[j]] == first, (query, asked[j][i])
+
+
+def requests(query: str) -> list[str]:
+    """``query`` asked for as a person asks a colleague or an assistant to find something."""
+    bare = query.rstrip().rstrip("?.!").rstrip()
+    return [
+        f"Can you find {bare}?",
+        f"could you please show me {bare}",
+        f"I want to find {bare}",
+        f"I'm looking for {bare}.",
+        f"show me {bare}, please",
+        f"Please find {bare}!",
+        f"look up {bare}",
+    ]
+
+
+def test_a_request_is_searched_as_what_it_asks_for() -> None:
+    assert request_subject("Can you find the HTTPAdapter") == "HTTPAdapter"
+    assert request_subject("show me the retry logic, please") == "retry logic"
+    assert request_subject("I'm looking for a queue manager") == "queue manager"
+    assert request_subject("hey, could you help me locate cookie storage") == "cookie storage"
+    assert request_subject("find me where retries are configured") == "where retries are configured"
+    assert request_subject("I want to see how auth works") == "how auth works"
+    # a question's own words, a name and a subject that only starts with such a word stay as they are
+    for kept in (
+        "How do I load a LoRA adapter",
+        "where can I find cookie storage",
+        "list comprehension parsing",
+        "get_user_id",
+        "show_exceptions rendering",
+        "find",
+        "show me",
+        "finder strategies for templates",
+    ):
+        assert request_subject(kept) == kept
+    assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"
+
+
+def test_every_query_asked_for_in_a_request_is_searched_as_written() -> None:
+    """Retrieval reads only :func:`clean_query` of a query, so equal cleaned texts rank alike."""
+    sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
+    queries = [q.question for path in sets for q in load_dataset(path).rag_questions]
+    if (XREPO / "repos.json").is_file():
+        xs = importlib.import_module("xrepo_score")
+        queries += [t.query for t in xs.load_tasks(XREPO, xs.load_repos(XREPO))]
+    assert len(queries) >= 200, "no question sets: run `make data`"
+    for query in queries:
+        for asked in requests(query):
+            assert clean_query(asked) == clean_query(query), (query, asked)
 
 
 def test_clean_query_drops_only_the_ending_marks() -> None:

@@ -12,6 +12,10 @@ score of their own in the precision stage they earned +0.004 pooled recall@5 out
 the +0.01 a part needs (``benches/cv.py``), so they only spell names. Pseudo-relevance feedback
 (top terms of the first chunks, either as a re-score or as a second query fused in) lowered
 recall at every weight tried, so it is not used.
+
+A request around what a query asks for ("can you find", "show me the", "I'm looking for") is dropped
+before any stage reads it (:func:`request_subject`): its words name no code, and a name asked for in a
+sentence is still a query of one identifier.
 """
 
 from __future__ import annotations
@@ -32,6 +36,24 @@ _ASKS_WHERE = re.compile(
     r"^\W*(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
     re.IGNORECASE,
 )
+
+
+#: What a person puts around the thing they look for: "can you find", "I want to see", "show me the",
+#: "I'm looking for", "find the". Its words name no code ("find", "show", "list" and "get" are names in many
+#: repositories), and with them a name typed alone is no longer a query of one identifier.
+_VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
+_REQUEST = re.compile(
+    r"^\s*(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
+    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:help\s+me\s+)?{_VERB}(?:\s+me)?"
+    rf"|(?:i|we)\s+(?:want|need|would\s+like|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see)"
+    r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
+    rf"|help\s+me\s+{_VERB}"
+    rf"|{_VERB}\s+me"
+    r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
+    r")\s+(?:(?:the|a|an|all|any|some)\s+)?(?=\S)",
+    re.IGNORECASE,
+)
+_THANKS = re.compile(r"[\s,]+(?:please|thanks|thank\s+you)\W*$", re.IGNORECASE)
 
 
 class Vocabulary(Protocol):
@@ -63,6 +85,16 @@ class Query:
     def all_terms(self) -> frozenset[str]:
         """The question's terms and its identifier variants."""
         return self.terms | frozenset(self.variants)
+
+
+def request_subject(text: str) -> str:
+    """What ``text`` asks to find, without the request around it: "Can you find the HTTPAdapter" →
+    ``HTTPAdapter``, "show me the retry logic, please" → ``retry logic``; ``text`` itself when it makes no
+    such request or the request is all it says. A question's own words ("how does", "where is") stay:
+    they say what kind of answer it wants."""
+    found = _REQUEST.match(text)
+    subject = _THANKS.sub("", text[found.end() :] if found else text)
+    return subject if subject.strip() else text
 
 
 def asks_where(text: str) -> bool:

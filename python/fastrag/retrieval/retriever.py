@@ -23,7 +23,7 @@ from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, Precision, recut
-from fastrag.retrieval.query import analyse, asks_where
+from fastrag.retrieval.query import analyse, asks_where, request_subject
 from fastrag.retrieval.symbols import DefinitionHeads, code_names
 from fastrag.schemas import MinimalSource
 
@@ -344,25 +344,28 @@ def hits_to_sources(hits: Sequence[Hit]) -> list[MinimalSource]:
 
 
 def clean_query(query: str) -> str:
-    """``query`` as valid Unicode and without the marks that end it: blank becomes empty, undecodable
-    bytes become U+FFFD, trailing ``?``, ``.``, ``!`` and blanks are dropped.
+    """``query`` as valid Unicode, without the marks that end it and the request around what it asks for:
+    blank becomes empty, undecodable bytes become U+FFFD, trailing ``?``, ``.``, ``!`` and blanks are
+    dropped, and so is a leading "can you find", "show me the", "I'm looking for"
+    (:func:`~fastrag.retrieval.query.request_subject`).
 
     Arguments with non-UTF-8 bytes reach Python as lone surrogates (``surrogateescape``), and
     JSON may spell lone surrogates too; neither can cross into Rust as UTF-8. A query means what
-    its words say: the same question with or without its question mark is ranked the same.
+    its words say: the same question with or without its question mark is ranked the same, and so is
+    a name typed alone or asked for in a sentence.
     """
     text = query.rstrip().rstrip("?.!").rstrip()
     if not text.strip():
         return ""
     try:
         text.encode("utf-8")
-        return text
     except UnicodeEncodeError:
         try:
             raw = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:
             raw = text.encode("utf-8", "replace")
-        return raw.decode("utf-8", "replace")
+        text = raw.decode("utf-8", "replace")
+    return request_subject(text)
 
 
 def distinct(hits: Iterable[Hit], k: int) -> list[Hit]:
