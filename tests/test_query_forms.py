@@ -55,6 +55,8 @@ def requests(query: str) -> list[str]:
         f"show me {bare}, please",
         f"Please find {bare}!",
         f"look up {bare}",
+        f"Tell me about {bare}",
+        f"{bare} in this repository",
     ]
 
 
@@ -65,6 +67,7 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("hey, could you help me locate cookie storage") == "cookie storage"
     assert request_subject("find me where retries are configured") == "where retries are configured"
     assert request_subject("I want to see how auth works") == "how auth works"
+    assert request_subject("tell me about the session store in this repo, thanks!") == "session store"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
         "How do I load a LoRA adapter",
@@ -75,6 +78,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "find",
         "show me",
         "finder strategies for templates",
+        "HTTPAdapter()",
+        "layout of the project",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"

@@ -39,8 +39,9 @@ _ASKS_WHERE = re.compile(
 
 
 #: What a person puts around the thing they look for: "can you find", "I want to see", "show me the",
-#: "I'm looking for", "find the". Its words name no code ("find", "show", "list" and "get" are names in many
-#: repositories), and with them a name typed alone is no longer a query of one identifier.
+#: "tell me about", "I'm looking for", "find the" before it; "in this repository", "please" after it. Its
+#: words name no code ("find", "show", "list" and "get" are names in many repositories), and with them a
+#: name typed alone is no longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
 _REQUEST = re.compile(
     r"^\s*(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
@@ -48,12 +49,16 @@ _REQUEST = re.compile(
     rf"|(?:i|we)\s+(?:want|need|would\s+like|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see)"
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
     rf"|help\s+me\s+{_VERB}"
-    rf"|{_VERB}\s+me"
+    rf"|(?:{_VERB}|tell)\s+me(?:\s+about)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
     r")\s+(?:(?:the|a|an|all|any|some)\s+)?(?=\S)",
     re.IGNORECASE,
 )
-_THANKS = re.compile(r"[\s,]+(?:please|thanks|thank\s+you)\W*$", re.IGNORECASE)
+_THANKS = re.compile(
+    r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+(?:repo|repository|codebase|code\s+base|project))?"
+    r"(?:[\s,]+(?:please|thanks|thank\s+you)\W*)?$",
+    re.IGNORECASE,
+)
 
 
 class Vocabulary(Protocol):
@@ -89,7 +94,7 @@ class Query:
 
 def request_subject(text: str) -> str:
     """What ``text`` asks to find, without the request around it: "Can you find the HTTPAdapter" →
-    ``HTTPAdapter``, "show me the retry logic, please" → ``retry logic``; ``text`` itself when it makes no
+    ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry logic``; ``text`` itself when it makes no
     such request or the request is all it says. A question's own words ("how does", "where is") stay:
     they say what kind of answer it wants."""
     found = _REQUEST.match(text)
