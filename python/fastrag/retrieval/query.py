@@ -93,10 +93,10 @@ class Query:
 
 
 def request_subject(text: str) -> str:
-    """What ``text`` asks to find, without the request around it: "Can you find the HTTPAdapter" →
-    ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry logic``; ``text`` itself when it makes no
-    such request or the request is all it says. A question's own words ("how does", "where is") stay:
-    they say what kind of answer it wants."""
+    """What ``text`` asks to find, without the request around it (:data:`_REQUEST`, :data:`_THANKS`): "Can
+    you find the HTTPAdapter" → ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry
+    logic``; ``text`` itself when it makes no such request or the request is all it says. A question's own
+    words ("how does", "where is") stay: they say what kind of answer it wants."""
     found = _REQUEST.match(text)
     subject = _THANKS.sub("", text[found.end() :] if found else text)
     return subject if subject.strip() else text
