@@ -57,6 +57,7 @@ def requests(query: str) -> list[str]:
         f"look up {bare}",
         f"Tell me about {bare}",
         f"{bare} in this repository",
+        f"show me the code for {bare}",
     ]
 
 
@@ -68,6 +69,7 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("find me where retries are configured") == "where retries are configured"
     assert request_subject("I want to see how auth works") == "how auth works"
     assert request_subject("tell me about the session store in this repo, thanks!") == "session store"
+    assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
         "How do I load a LoRA adapter",
@@ -80,6 +82,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "finder strategies for templates",
         "HTTPAdapter()",
         "layout of the project",
+        "code generation for templates",
+        "implementation details of the cache",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"
