@@ -56,7 +56,7 @@ _REQUEST = re.compile(
     rf"(?:{_ARTICLE}(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\s+{_ARTICLE}(?=\S))?",
     re.IGNORECASE,
 )
-_THANKS = re.compile(
+_AFTER = re.compile(
     r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+(?:repo|repository|codebase|code\s+base|project))?"
     r"(?:[\s,]+(?:please|thanks|thank\s+you)\W*)?$",
     re.IGNORECASE,
@@ -95,12 +95,12 @@ class Query:
 
 
 def request_subject(text: str) -> str:
-    """What ``text`` asks to find, without the request around it (:data:`_REQUEST`, :data:`_THANKS`): "Can
+    """What ``text`` asks to find, without the request around it (:data:`_REQUEST`, :data:`_AFTER`): "Can
     you find the HTTPAdapter" → ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry
     logic``; ``text`` itself when it makes no such request or the request is all it says. A question's own
     words ("how does", "where is") stay: they say what kind of answer it wants."""
     found = _REQUEST.match(text)
-    subject = _THANKS.sub("", text[found.end() :] if found else text)
+    subject = _AFTER.sub("", text[found.end() :] if found else text)
     return subject if subject.strip() else text
 
 
