@@ -15,7 +15,7 @@ from fastrag.retrieval.evidence import (
     query_traits,
     symbol_name,
 )
-from fastrag.retrieval.retriever import ASKED_SPREAD, SPREAD, file_spread, spread_files
+from fastrag.retrieval.retriever import ASKED_SPREAD, NAMED_SPREAD, SPREAD, file_spread, spread_files
 
 
 @pytest.mark.parametrize(
@@ -178,6 +178,12 @@ def test_file_spread_follows_what_a_question_asks_for() -> None:
     # keywords and descriptions of code are spread, whatever their evidence
     assert spread("cookie storage", docs) == spread("cookie storage", code) == SPREAD
     assert spread("cookie storage", code, keywords=0.7) == 0.7
+    # keywords that name a thing in code ask for the passage about it: spread less
+    assert SPREAD < NAMED_SPREAD < 1.0
+    assert spread("get_num_new_matched_tokens NIXLConnector return", code) == NAMED_SPREAD
+    assert spread("ClientSession", docs) == NAMED_SPREAD
+    assert file_spread("pp_locks default", code, names_identifier, SPREAD, 0.6) == 0.6
+    assert file_spread("clientsession pool size", code, lambda q: "clientsession" in q) == NAMED_SPREAD
     # a question that asks where, or about a concept only code holds, is spread gently
     assert spread("Where can I find the retry settings?", docs) == ASKED_SPREAD
     assert spread("How does dependency injection work?", code) == ASKED_SPREAD

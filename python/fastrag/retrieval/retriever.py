@@ -74,6 +74,11 @@ SPREAD = 0.3
 #: (benches/RESULTS.md, "Questions that ask for files"). Gentler than :data:`SPREAD`: the passage it
 #: wants may be a file's second.
 ASKED_SPREAD = 0.5
+#: The spread of a query not put as a direct question that names something in code
+#: (``get_num_new_matched_tokens NIXLConnector return``): like a direct question naming it, it asks for
+#: the passage about the named thing, often a further span of the file that defines it, more than for
+#: the files that share its words. Selected out of fold (benches/RESULTS.md, "Keywords that name code").
+NAMED_SPREAD = 0.7
 #: The words of a query that may spell a name the index defines (:meth:`Retriever.names_code`).
 _WORDS = re.compile(r"\w+")
 #: Chunks the precision stage reads to tell whether other code names a file with a test-like name.
@@ -124,6 +129,8 @@ class Retriever:
         #: How much each further span of a file already ranked counts, for a query that is not asked
         #: as a full question (:func:`spread_files`); 1.0 leaves the order alone.
         self.spread = SPREAD
+        #: The same for such a query that names something in code (:data:`NAMED_SPREAD`).
+        self.named_spread = NAMED_SPREAD
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -189,7 +196,9 @@ class Retriever:
             vec = vector.get(i) if vector is not None else None
             weak = vec is not None and lex is not None and (not vec or vec[0][1] < self.vector_gate)
             first = lex if lex is not None else vec
-            decay = file_spread(query, self.precision.docs_lead(first or []), self.names_code, self.spread)
+            decay = file_spread(
+                query, self.precision.docs_lead(first or []), self.names_code, self.spread, self.named_spread
+            )
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
                 lex = self.precision.rerank(analysed, lex) if lex is not None else None
@@ -439,13 +448,20 @@ def nested_first(ranked: list[tuple[int, float]], chunks: ChunkTable) -> list[tu
     return out
 
 
-def file_spread(query: str, docs_lead: float, names_code: Callable[[str], bool], keywords: float = SPREAD) -> float:
+def file_spread(
+    query: str,
+    docs_lead: float,
+    names_code: Callable[[str], bool],
+    keywords: float = SPREAD,
+    named: float = NAMED_SPREAD,
+) -> float:
     """How much each further span of a file counts among ``query``'s results (:func:`spread_files`; 1.0:
-    not spread): ``keywords`` for a query not put as a direct question, 1.0 for a question that asks for a
-    passage, :data:`ASKED_SPREAD` for one that asks for files
-    (:func:`~fastrag.retrieval.evidence.asks_for_passage`, with ``docs_lead`` and ``names_code``)."""
+    not spread). For a query not put as a direct question: ``named`` when it names something in code
+    (``names_code``), else ``keywords``. For a direct question: 1.0 when it asks for a passage,
+    :data:`ASKED_SPREAD` when it asks for files (:func:`~fastrag.retrieval.evidence.asks_for_passage`,
+    with ``docs_lead`` and ``names_code``)."""
     if not asks_directly(query):
-        return keywords
+        return named if names_code(query) else keywords
     return 1.0 if asks_for_passage(query, docs_lead, names_code) else ASKED_SPREAD
 
 
