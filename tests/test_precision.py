@@ -638,3 +638,19 @@ def test_a_question_that_asks_for_files_is_spread_and_weighed_as_keywords(
     # a name the index defines names that thing in any case; plain words do not
     assert retriever.names_code("where does the cookiejar keep cookies")
     assert not retriever.names_code("where does the cookie jar keep cookies")
+
+
+def test_keywords_that_name_code_keep_more_of_its_file(tmp_path: Path) -> None:
+    retriever = Retriever.open(indexed(tmp_path, SPREAD_REPO))
+
+    def files(query: str) -> list[str]:
+        return [h.file_path.rsplit("/", 1)[1] for h in retriever.search(query, 4, "lexical")]
+
+    words, named = "cookie storage", "cookie_step_1 cookie storage"
+    spread = {q: files(q) for q in (words, named)}
+    retriever.named_spread = retriever.spread  # keywords that name code spread as other keywords do
+    alike = {q: files(q) for q in (words, named)}
+    assert spread[words] == alike[words] and spread[words][:2] == ["jar.py", "persist.py"], spread
+    # the named thing's file keeps its further spans above the other files that share the words
+    assert alike[named][:2] == ["jar.py", "persist.py"], alike
+    assert spread[named][:2] == ["jar.py", "jar.py"], spread
