@@ -56,7 +56,6 @@ from fastrag.retrieval.retriever import (
     Retriever,
     clean_query,
     distinct,
-    file_spread,
     hits_to_sources,
     interleave,
     nested_first,
@@ -220,7 +219,7 @@ def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bo
     scores = model_scores(q.features, weights)
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
-    decay = file_spread(q.text, docs_lead(q.features), retriever.names_code, retriever.spread, retriever.named_spread)
+    decay = retriever.spread_of(q.text, docs_lead(q.features))
     if decay < 1.0:
         ranked = spread_files(ranked, retriever.index.chunks.file, decay)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)

@@ -74,7 +74,6 @@ from fastrag.retrieval.retriever import (
     Retriever,
     clean_query,
     distinct,
-    file_spread,
     nested_first,
     spread_files,
 )
@@ -214,10 +213,7 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     scores = model_scores(item.features, weights)
     order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
-    retriever = index.retriever
-    decay = file_spread(
-        item.task.query, docs_lead(item.features), retriever.names_code, retriever.spread, retriever.named_spread
-    )
+    decay = index.retriever.spread_of(item.task.query, docs_lead(item.features))
     if decay < 1.0:
         ranked = spread_files(ranked, chunks.file, decay)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)

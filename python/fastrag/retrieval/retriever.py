@@ -196,9 +196,7 @@ class Retriever:
             vec = vector.get(i) if vector is not None else None
             weak = vec is not None and lex is not None and (not vec or vec[0][1] < self.vector_gate)
             first = lex if lex is not None else vec
-            decay = file_spread(
-                query, self.precision.docs_lead(first or []), self.names_code, self.spread, self.named_spread
-            )
+            decay = self.spread_of(query, self.precision.docs_lead(first or []))
             analysed = analyse(query, self.index.bm25) if precise else None
             if analysed is not None:
                 lex = self.precision.rerank(analysed, lex) if lex is not None else None
@@ -224,6 +222,11 @@ class Retriever:
                 hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def spread_of(self, query: str, docs_lead: float) -> float:
+        """How much each further span of a file counts among ``query``'s results, by this retriever's
+        settings (:func:`file_spread`, with :meth:`names_code`)."""
+        return file_spread(query, docs_lead, self.names_code, self.spread, self.named_spread)
 
     def names_code(self, query: str) -> bool:
         """Whether ``query`` names something in code: a word shaped as a name in code
