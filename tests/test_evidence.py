@@ -7,6 +7,7 @@ import pytest
 from fastrag import _core
 from fastrag.retrieval.evidence import (
     PathWords,
+    asked_symbol,
     asks_directly,
     asks_location,
     is_symbol_query,
@@ -75,6 +76,21 @@ def test_symbol_queries() -> None:
     assert (
         symbol_name("Sinatra::Base") == "Base" and symbol_name("a.b.c") == "c" and symbol_name("Depends") == "Depends"
     )
+
+
+def test_a_question_about_one_name_asks_for_that_name() -> None:
+    for text, name in (
+        ("HTTPAdapter", "HTTPAdapter"),
+        ("How does ZodType work", "ZodType"),
+        ("What is Sinatra::Base", "Sinatra::Base"),
+        ("where is `HTTPAdapter` defined", "HTTPAdapter"),
+        ("Which module contains model_post_init", "model_post_init"),
+        ("How is app.render implemented", "app.render"),
+        ("what does Depends() do", "Depends"),
+    ):
+        assert asked_symbol(text) == name, text
+    for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):
+        assert asked_symbol(text) is None, text
 
 
 @pytest.mark.parametrize(

@@ -494,6 +494,16 @@ def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path
     assert heads("httpadapter") == {c: 1.0 if g == 1.0 else 0.5 for c, g in grades.items()}  # lowercase: no case
     # not one name: no definition is looked up
     assert heads("how adapters retry") == {}
+    # a question about the name alone, in any form, finds the same definition first
+    for asked in (
+        "How does HTTPAdapter work?",
+        "Which module defines `HTTPAdapter`?",
+        "what is the HTTPAdapter",
+        '"HTTPAdapter",',
+        "Explain HTTPAdapter",
+    ):
+        first = retriever.search(asked, 5, "lexical")[0]
+        assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end, asked
 
 
 def test_the_shipped_ranker_file_is_small_and_read_once() -> None:

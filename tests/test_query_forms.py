@@ -1,9 +1,9 @@
-"""One ranking for every form of a query: the marks that end it never change what it finds.
+"""One ranking for every form of a query: the marks around it never change what it finds.
 
 Every question of the vLLM sets at hand and every query of the benchmark repositories is searched as
-written, without its ``?``, with one appended, and with it replaced by ``.`` (and ``!``): the first ten
-results must be the same spans in the same order. Asked for in a request ("can you find …", "show me …",
-"I'm looking for …"), a query is searched as the words it asks for.
+written, without its ``?``, with one appended, with it replaced by ``.`` (and ``!``, ``,``), quoted and in
+backticks: the first ten results must be the same spans in the same order. Asked for in a request ("can you
+find …", "show me …", "I'm looking for …", "explain …"), a query is searched as the words it asks for.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ K = 10
 
 
 def forms(query: str) -> list[str]:
-    """``query`` as written, then without its ending mark, with ``?``, ``.``, `` !`` and ``?`` after a blank."""
+    """``query`` as written, then without its ending mark, with ``?``, ``.``, `` !``, ``?`` after a blank and
+    ``,``, and quoted or in backticks as a name or a phrase is pasted."""
     bare = query.rstrip().rstrip("?.!").rstrip()
-    return [query, bare, f"{bare}?", f"{bare}.", f"{bare} !", f"{bare} ?"]
+    return [query, bare, f"{bare}?", f"{bare}.", f"{bare} !", f"{bare} ?", f"{bare},", f'"{bare}"', f"`{bare}`?"]
 
 
 def assert_same_in_every_form(retriever: Retriever, queries: Sequence[str], mode: str = "lexical") -> None:
@@ -58,6 +59,7 @@ def requests(query: str) -> list[str]:
         f"Tell me about {bare}",
         f"{bare} in this repository",
         f"show me the code for {bare}",
+        f"Explain {bare}",
     ]
 
 
@@ -102,11 +104,18 @@ def test_every_query_asked_for_in_a_request_is_searched_as_written() -> None:
             assert clean_query(asked) == clean_query(query), (query, asked)
 
 
-def test_clean_query_drops_only_the_ending_marks() -> None:
+def test_clean_query_drops_only_the_marks_around_the_query() -> None:
     assert clean_query("How do I load a LoRA adapter?") == "How do I load a LoRA adapter"
     assert clean_query("retry policy. ") == clean_query("retry policy !") == "retry policy"
     assert clean_query("what does `a?.b` do?!") == "what does `a?.b` do"
     assert clean_query("?") == clean_query(" . ") == ""
+    assert (
+        clean_query('"retry policy"?')
+        == clean_query("`retry policy`,")
+        == clean_query("“retry policy”")
+        == "retry policy"
+    )
+    assert clean_query("'a' or 'b'") == "'a' or 'b'", "only marks that enclose the whole query are dropped"
 
 
 @pytest.fixture(scope="module")

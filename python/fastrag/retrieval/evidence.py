@@ -37,6 +37,7 @@ __all__ = [
     "TRAITS",
     "PathKind",
     "PathWords",
+    "asked_symbol",
     "asks_directly",
     "asks_for_passage",
     "asks_location",
@@ -114,6 +115,15 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: index's definitions of that name answer (:class:`fastrag.retrieval.symbols.DefinitionHeads`).
 _SYMBOL = re.compile(r"^[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)*$")
 _QUALIFIER = re.compile(r"::|\\|->|\.")
+#: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
+#: "which module contains", "where is it defined", "how is it implemented", "where are they handled".
+_ABOUT_DEFINITION = re.compile(
+    r"(?:defin|declar|implement|contain|handl|locat|lives?$"
+    r"|files?$|modules?$|class(?:es)?$|functions?$|methods?$|packages?$)\w*",
+    re.IGNORECASE,
+)
+#: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
+_AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +151,23 @@ def path_kind(path: str) -> PathKind:
 def is_symbol_query(text: str) -> bool:
     """Whether ``text`` is a single identifier, as a symbol lookup is typed."""
     return _SYMBOL.match(text.strip()) is not None
+
+
+def asked_symbol(text: str) -> str | None:
+    """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
+    (:func:`is_symbol_query`), else its only word beyond a question's own words (:data:`_STOPWORDS`,
+    :data:`_ABOUT_DEFINITION`, words under three letters) when that word is one: "How does ZodType work",
+    "What is Sinatra::Base", "which module defines `HTTPAdapter`" ask for the same definition as the name
+    typed alone."""
+    if is_symbol_query(text):
+        return text.strip()
+    words = [w.strip(_AROUND_WORD) for w in text.split()]
+    content = [
+        w
+        for w in words
+        if w and not (len(w) < 3 and w.isalpha()) and w.lower() not in _STOPWORDS and not _ABOUT_DEFINITION.fullmatch(w)
+    ]
+    return content[0] if len(content) == 1 and is_symbol_query(content[0]) else None
 
 
 def symbol_name(text: str) -> str:

@@ -71,8 +71,8 @@ from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
 from fastrag.retrieval.evidence import (
     PathKind,
     PathWords,
+    asked_symbol,
     asks_for_passage,
-    is_symbol_query,
     names_identifier,
     path_kind,
     query_traits,
@@ -338,14 +338,15 @@ class Precision:
         return [score / top for score in self.definitions.score_docs(text, chunk_ids)]
 
     def defines_symbol(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
-        """For a one-identifier query (:func:`~fastrag.retrieval.evidence.is_symbol_query`), each
-        chunk's grade from ``heads`` (:class:`~fastrag.retrieval.symbols.DefinitionHeads`: it holds the
+        """For a query that asks about one identifier (:func:`~fastrag.retrieval.evidence.asked_symbol`),
+        each chunk's grade from ``heads`` (:class:`~fastrag.retrieval.symbols.DefinitionHeads`: it holds the
         first line of the name's best definition, of another, or of none); else, and for a stage built
         without ``heads``, 0.0.
         """
-        if self.heads is None or not is_symbol_query(query.text):
+        symbol = asked_symbol(query.text) if self.heads is not None else None
+        if self.heads is None or symbol is None:
             return [0.0] * len(chunk_ids)
-        grades = self.heads(query.text)
+        grades = self.heads(symbol)
         return [grades.get(cid, 0.0) for cid in chunk_ids]
 
     def _kind(self, file_index: int) -> tuple[float, float, float]:

@@ -39,7 +39,7 @@ _ASKS_WHERE = re.compile(
 
 
 #: What a person puts around the thing they look for: "can you find", "I want to see", "show me the",
-#: "tell me about", "I'm looking for", "find the", "the code for" before it; "in this repository", "please"
+#: "tell me about", "explain", "I'm looking for", "find the", "the code for" before it; "in this repository", "please"
 #: after it. Its words name no code ("find", "show", "list" and "get" are names in many repositories), and
 #: with them a name typed alone is no longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
@@ -51,6 +51,7 @@ _REQUEST = re.compile(
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
     rf"|help\s+me\s+{_VERB}"
     rf"|(?:{_VERB}|tell)\s+me(?:\s+about)?"
+    r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
     rf")\s+{_ARTICLE}(?=\S))?"
     rf"(?:{_ARTICLE}(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\s+{_ARTICLE}(?=\S))?",

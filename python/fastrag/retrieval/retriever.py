@@ -355,10 +355,32 @@ def hits_to_sources(hits: Sequence[Hit]) -> list[MinimalSource]:
     ]
 
 
+#: Marks that end a query without changing what it asks: a sentence's last mark, or a list's separator.
+_ENDING = "?.!,;"
+#: Pairs of marks that may enclose a whole query, as a name or a phrase is pasted: quotes and backticks.
+_ENCLOSING = (('"', '"'), ("'", "'"), ("`", "`"), ("“", "”"), ("‘", "’"))
+
+
+def bare_query(query: str) -> str:
+    """``query`` without the marks around what it says: blanks, the marks that end it (:data:`_ENDING`), and
+    quotes or backticks enclosing all of it (:data:`_ENCLOSING`) — ``"`ZodType`?"`` is ``ZodType``."""
+    text = query.strip()
+    while True:
+        bare = text.rstrip(_ENDING).strip()
+        for first, last in _ENCLOSING:
+            inner = bare[1:-1]
+            if len(bare) > 2 and bare[0] == first and bare[-1] == last and first not in inner and last not in inner:
+                bare = inner.strip()
+                break
+        if bare == text:
+            return text
+        text = bare
+
+
 def clean_query(query: str) -> str:
-    """``query`` as valid Unicode, without the marks that end it and the request around what it asks for:
-    blank becomes empty, undecodable bytes become U+FFFD, trailing ``?``, ``.``, ``!`` and blanks are
-    dropped, and so is a leading "can you find", "show me the", "I'm looking for"
+    """``query`` as valid Unicode, without the marks around it and the request around what it asks for:
+    blank becomes empty, undecodable bytes become U+FFFD, the marks :func:`bare_query` drops are dropped,
+    and so is a leading "can you find", "show me the", "I'm looking for"
     (:func:`~fastrag.retrieval.query.request_subject`).
 
     Arguments with non-UTF-8 bytes reach Python as lone surrogates (``surrogateescape``), and
@@ -366,7 +388,7 @@ def clean_query(query: str) -> str:
     its words say: the same question with or without its question mark is ranked the same, and so is
     a name typed alone or asked for in a sentence.
     """
-    text = query.rstrip().rstrip("?.!").rstrip()
+    text = bare_query(query)
     if not text.strip():
         return ""
     try:

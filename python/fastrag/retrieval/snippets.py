@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.lines import line_range
-from fastrag.retrieval.evidence import is_symbol_query, symbol_name
+from fastrag.retrieval.evidence import asked_symbol, symbol_name
 from fastrag.retrieval.retriever import clean_query
 
 if TYPE_CHECKING:
@@ -43,10 +43,12 @@ def best_line(text: str, start: int, end: int, query: str) -> str:
 
 
 def _named_line(lines: list[str], query: str) -> str | None:
-    """For a one-identifier query, the first of ``lines`` holding its name as a whole word, else ``None``."""
-    if not is_symbol_query(query):
+    """For a query that asks about one identifier (:func:`~fastrag.retrieval.evidence.asked_symbol`), the first
+    of ``lines`` holding its name as a whole word, else ``None``."""
+    symbol = asked_symbol(query)
+    if symbol is None:
         return None
-    word = re.compile(rf"(?<![\w$]){re.escape(symbol_name(query))}(?![\w$])")
+    word = re.compile(rf"(?<![\w$]){re.escape(symbol_name(symbol))}(?![\w$])")
     return next((line for line in lines if word.search(line)), None)
 
 
