@@ -9,6 +9,7 @@ from fastrag.retrieval.evidence import (
     PathWords,
     asked_symbol,
     asks_directly,
+    asks_for_passage,
     asks_location,
     is_symbol_query,
     names_identifier,
@@ -206,8 +207,13 @@ def test_file_spread_follows_what_a_question_asks_for() -> None:
     # a question whose evidence includes pages, or that names a thing in code, wants its passage
     assert spread("How does dependency injection work?", docs) == 1.0
     assert spread("How does ClientSession acquire connections?", code) == 1.0
-    assert spread("Where is ClientSession defined?", code) == 1.0
-    assert file_spread("where is clientsession defined", code, lambda q: "clientsession" in q) == 1.0
+    assert spread("Where does ClientSession acquire connections?", code) == 1.0
+    assert file_spread("where does clientsession pool connections", code, lambda q: "clientsession" in q) == 1.0
+    # a question that asks where one name is wants the file that defines it, as the name alone does
+    assert spread("Where is ClientSession defined?", docs) == spread("which module contains `ClientSession`", docs)
+    assert spread("Where is ClientSession defined?", docs) == ASKED_SPREAD
+    assert not asks_for_passage("Where is ClientSession defined?", docs)
+    assert asks_for_passage("What is ClientSession?", docs) and asks_for_passage("What is ClientSession?", code)
     # its punctuation changes nothing
     for text in ("How does dependency injection work", "How does dependency injection work."):
         assert spread(text, code) == ASKED_SPREAD

@@ -229,13 +229,16 @@ def names_identifier(text: str) -> bool:
 
 def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bool] = names_identifier) -> bool:
     """Whether ``text`` asks for the passage that answers it, rather than for the files that hold what it
-    names: a direct question does, unless it names nothing in code (``names_code``, asked last) and asks
-    where, or finds no documentation among its first stage's best candidates (``docs_lead`` 0): "where is
-    the code for cookie storage" and "how does dependency injection work" ask which code holds a concept,
-    as a few keywords do."""
+    names: a direct question does, unless it asks where one name is (:func:`asked_symbol`: "where is
+    `HTTPAdapter` defined", the file that defines it), or names nothing in code (``names_code``, asked last)
+    and asks where or finds no documentation among its first stage's best candidates (``docs_lead`` 0):
+    "where is the code for cookie storage" and "how does dependency injection work" ask which code holds a
+    concept, as a few keywords do."""
     if not asks_directly(text):
         return False
-    return not (asks_location(text) or docs_lead <= 0.0) or names_code(text)
+    if asks_location(text):
+        return asked_symbol(text) is None and names_code(text)
+    return docs_lead > 0.0 or names_code(text)
 
 
 def query_traits(text: str) -> tuple[float, ...]:
