@@ -553,6 +553,11 @@ FRAMEWORK_REPO = {
     "test/skip.bats": "@test 'skip marks the test case as skipped' {\n  skip\n  echo skipped test case\n}\n",
     "pkg/mode.go": "package pkg\n\n// SetMode sets the mode\nfunc SetMode(m string) { mode = m }\n",
     "pkg/mode_test.go": 'package pkg\n\nfunc TestSetMode(t *testing.T) { SetMode("debug") }\n',
+    # a build file lists the tests it runs: naming a test so does not make it product code
+    "src/parse_test.cc": '#include "src/parse.h"\nTEST(Parse, Empty) { EXPECT_TRUE(Parse("")); }\n',
+    "src/parse.h": "bool Parse(const char* text);\n",
+    "CMakeLists.txt": "add_executable(parse_test src/parse_test.cc)\nadd_test(NAME parse_test COMMAND parse_test)\n",
+    "BUILD.bazel": 'cc_test(\n    name = "parse_test",\n    srcs = ["src/parse_test.cc"],\n)\n',
 }
 
 
@@ -568,6 +573,10 @@ def test_a_test_like_name_that_other_code_sources_is_product_code(tmp_path: Path
         "test/skip.bats": True,  # a test folder
         "pkg/mode.go": False,
         "pkg/mode_test.go": True,  # nothing names it
+        "src/parse_test.cc": True,  # only build files name it
+        "src/parse.h": False,
+        "CMakeLists.txt": False,
+        "BUILD.bazel": False,
     }
     hits = [h.file_path for h in retriever.search("the skip function for the current case", 3, "lexical")]
     assert hits[0].endswith("lib/core/test_functions.bash"), hits

@@ -21,8 +21,9 @@ from fastrag.errors import UsageError
 @dataclass(frozen=True, slots=True)
 class Language:
     """A kind of file: its name, suffixes (lower case, with the dot), whole file names, the tree-sitter
-    grammar that chunks it (``""``: chunked as text, or by a chunker of its own), and whether it also
-    stands for the files no language lists."""
+    grammar that chunks it (``""``: chunked as text, or by a chunker of its own), whether it also
+    stands for the files no language lists, and whether its files build or configure the project rather
+    than hold its code."""
 
     name: str
     suffixes: tuple[str, ...]
@@ -30,6 +31,8 @@ class Language:
     grammar: str = ""
     #: also every file no language lists (the text files of any suffix)
     unlisted: bool = False
+    #: a build or configuration file: it names the files it compiles, tests and ships without using them
+    builds: bool = False
 
 
 #: JSON files indexed: configuration, by its usual names.
@@ -68,17 +71,18 @@ LANGUAGES: tuple[Language, ...] = (
     Language("lua", (".lua",), grammar="lua"),
     Language("zig", (".zig",), grammar="zig"),
     Language("dart", (".dart",), grammar="dart"),
-    Language("toml", (".toml",)),
-    Language("yaml", (".yaml", ".yml")),
+    Language("toml", (".toml",), builds=True),
+    Language("yaml", (".yaml", ".yml"), builds=True),
     # JSON by name only: configuration people keep (package.json, tsconfig.json, ...), not the generated
     # data a repository ships as .json (vLLM's 384 kernel tuning tables shifted BM25's statistics enough
     # to cost one public question at rank 1, docs/history.md "Languages")
-    Language("json", (), names=JSON_CONFIG_NAMES),
-    Language("config", (".cfg", ".ini")),
-    Language("cmake", (".cmake",), names=("CMakeLists.txt",)),
+    Language("json", (), names=JSON_CONFIG_NAMES, builds=True),
+    Language("config", (".cfg", ".ini"), builds=True),
+    Language("cmake", (".cmake",), names=("CMakeLists.txt",), builds=True),
+    Language("bazel", (".bazel", ".bzl"), names=("BUILD", "WORKSPACE"), builds=True),
     Language("jinja", (".jinja",)),
-    Language("make", (), names=("Makefile",)),
-    Language("docker", (), names=("Dockerfile",)),
+    Language("make", (".mk",), names=("Makefile", "GNUmakefile"), builds=True),
+    Language("docker", (), names=("Dockerfile",), builds=True),
 )
 
 #: Files kept out of the index though they are text, by the reason the summary gives: (reason, endings of
@@ -113,6 +117,9 @@ SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES for s in lang.suffi
 GRAMMAR_OF_SUFFIX: dict[str, str] = {
     suffix: lang.grammar for lang in reversed(LANGUAGES) if lang.grammar for suffix in lang.suffixes
 }
+#: Suffixes and whole names of build and configuration files (:attr:`Language.builds`).
+BUILD_SUFFIXES: frozenset[str] = frozenset(s for lang in LANGUAGES if lang.builds for s in lang.suffixes)
+BUILD_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES if lang.builds for n in lang.names)
 #: Files indexed by their whole name whatever their suffix.
 FILE_NAMES: frozenset[str] = frozenset(n for lang in LANGUAGES for n in lang.names)
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fastrag.indexing.languages import BY_NAME
+from fastrag.indexing.languages import BUILD_NAMES, BUILD_SUFFIXES, BY_NAME
 
 __all__ = [
     "MIN_PREFIX",
@@ -129,12 +129,14 @@ _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
 @dataclass(frozen=True, slots=True)
 class PathKind:
     """What a file is, by its path: a test (and whether a test folder says so, or only its name), an
-    example, documentation (prose)."""
+    example, documentation (prose), a build or configuration file
+    (:attr:`~fastrag.indexing.languages.Language.builds`)."""
 
     test: bool
     example: bool
     prose: bool
     test_folder: bool = False
+    build: bool = False
 
 
 def path_kind(path: str) -> PathKind:
@@ -145,7 +147,8 @@ def path_kind(path: str) -> PathKind:
     folder = _TEST_DIR.search(path) is not None
     test = folder or _TEST_FILE.search(path) is not None
     example = _EXAMPLE_DIR.search(path) is not None
-    return PathKind(test=test, example=example, prose=suffix in _PROSE_SUFFIXES, test_folder=folder)
+    build = suffix in BUILD_SUFFIXES or name in BUILD_NAMES
+    return PathKind(test=test, example=example, prose=suffix in _PROSE_SUFFIXES, test_folder=folder, build=build)
 
 
 def is_symbol_query(text: str) -> bool:

@@ -365,8 +365,9 @@ class Precision:
 
         A test is run, never imported: product code that happens to carry a test-like name (a test
         framework's ``test_functions.bash``, a library's public ``test_utils.py``) is named by the code
-        that sources or imports it. ``mentions`` (the chunks holding an exact index term) reads that from
-        the repository itself; without it the name alone decides.
+        that sources or imports it, where a test is named only by tests, pages and the build files that
+        list what to run (``CMakeLists.txt``, ``BUILD.bazel``). ``mentions`` (the chunks holding an exact
+        index term) reads that from the repository itself; without it the name alone decides.
         """
         if kind.test_folder or not kind.test:
             return kind.test
@@ -377,7 +378,7 @@ class Precision:
             other = self.file_of[cid]
             if other != file_index:
                 named = path_kind(self.paths[other])
-                if not (named.test or named.prose):
+                if not (named.test or named.prose or named.build):
                     return False
         return True
 
