@@ -88,10 +88,16 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("Which module contains model_post_init", "model_post_init"),
         ("How is app.render implemented", "app.render"),
         ("what does Depends() do", "Depends"),
+        ("Where is the code for ZodType", "ZodType"),
     ):
         assert asked_symbol(text) == name, text
     for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):
         assert asked_symbol(text) is None, text
+    # in a question, a plain word is a concept; keywords are looked up only when they are one name
+    assert asked_symbol("How does code generation work") is None and asked_symbol("code generation") is None
+    assert asked_symbol("how does zodtype work") is None
+    assert asked_symbol("how does zodtype work", lambda word: word == "zodtype") == "zodtype"
+    assert asked_symbol("middleware") == "middleware" and asked_symbol("ZodType defined") is None
 
 
 @pytest.mark.parametrize(

@@ -116,10 +116,10 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _SYMBOL = re.compile(r"^[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)*$")
 _QUALIFIER = re.compile(r"::|\\|->|\.")
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
-#: "which module contains", "where is it defined", "how is it implemented", "where are they handled".
+#: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled".
 _ABOUT_DEFINITION = re.compile(
     r"(?:defin|declar|implement|contain|handl|locat|lives?$"
-    r"|files?$|modules?$|class(?:es)?$|functions?$|methods?$|packages?$)\w*",
+    r"|code$|source$|files?$|modules?$|class(?:es)?$|functions?$|methods?$|packages?$)\w*",
     re.IGNORECASE,
 )
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
@@ -154,23 +154,6 @@ def path_kind(path: str) -> PathKind:
 def is_symbol_query(text: str) -> bool:
     """Whether ``text`` is a single identifier, as a symbol lookup is typed."""
     return _SYMBOL.match(text.strip()) is not None
-
-
-def asked_symbol(text: str) -> str | None:
-    """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
-    (:func:`is_symbol_query`), else its only word beyond a question's own words (:data:`_STOPWORDS`,
-    :data:`_ABOUT_DEFINITION`, words under three letters) when that word is one: "How does ZodType work",
-    "What is Sinatra::Base", "which module defines `HTTPAdapter`" ask for the same definition as the name
-    typed alone."""
-    if is_symbol_query(text):
-        return text.strip()
-    words = [w.strip(_AROUND_WORD) for w in text.split()]
-    content = [
-        w
-        for w in words
-        if w and not (len(w) < 3 and w.isalpha()) and w.lower() not in _STOPWORDS and not _ABOUT_DEFINITION.fullmatch(w)
-    ]
-    return content[0] if len(content) == 1 and is_symbol_query(content[0]) else None
 
 
 def symbol_name(text: str) -> str:
@@ -230,6 +213,29 @@ def names_identifier(text: str) -> bool:
     return _IDENTIFIER.search(text) is not None
 
 
+def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:
+    """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
+    (:func:`is_symbol_query`); for a direct question (:func:`asks_directly`), its only word beyond a
+    question's own words (:data:`_STOPWORDS`, :data:`_ABOUT_DEFINITION`, words under three letters) when
+    that word is a name: shaped or known as one in code (``names_code``), or capitalised as a name is typed.
+    "How does ZodType work", "What is Sinatra::Base", "which module defines `Depends`" ask for the same
+    definition as the name typed alone; "how does generation work" asks about a concept."""
+    if is_symbol_query(text):
+        return text.strip()
+    if not asks_directly(text):
+        return None
+    words = [w.strip(_AROUND_WORD) for w in text.split()]
+    content = [
+        w
+        for w in words
+        if w and not (len(w) < 3 and w.isalpha()) and w.lower() not in _STOPWORDS and not _ABOUT_DEFINITION.fullmatch(w)
+    ]
+    if len(content) != 1 or not is_symbol_query(content[0]):
+        return None
+    name = content[0]
+    return name if name[0].isupper() or names_code(name) else None
+
+
 def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bool] = names_identifier) -> bool:
     """Whether ``text`` asks for the passage that answers it, rather than for the files that hold what it
     names: a direct question does, unless it asks where one name is (:func:`asked_symbol`: "where is
@@ -240,7 +246,7 @@ def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bo
     if not asks_directly(text):
         return False
     if asks_location(text):
-        return asked_symbol(text) is None and names_code(text)
+        return asked_symbol(text, names_code) is None and names_code(text)
     return docs_lead > 0.0 or names_code(text)
 
 
