@@ -115,12 +115,12 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 #: index's definitions of that name answer (:class:`fastrag.retrieval.symbols.DefinitionHeads`).
 _SYMBOL = re.compile(r"^[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)*$")
 _QUALIFIER = re.compile(r"::|\\|->|\.")
+#: The kinds of thing code is held in, as a question names them: "which file", "what module", "the class".
+_CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
 #: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled".
 _ABOUT_DEFINITION = re.compile(
-    r"(?:defin|declar|implement|contain|handl|locat|lives?$"
-    r"|code$|source$|files?$|modules?$|class(?:es)?$|functions?$|methods?$|packages?$)\w*",
-    re.IGNORECASE,
+    rf"(?:defin|declar|implement|contain|handl|locat)\w*|lives?|code|source|{_CODE_KINDS}", re.IGNORECASE
 )
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
@@ -181,8 +181,8 @@ _NAMES_DOCS = re.compile(
 #: A question that asks where something is: ``where``, or which (or what) file, module, class, function,
 #: package or folder holds it.
 _LOCATES = re.compile(
-    r"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:files?|modules?|class(?:es)?|functions?|methods?"
-    r"|packages?|folders?|director(?:y|ies)|components?|parts?)\b",
+    rf"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+){{0,2}}?"
+    rf"(?:{_CODE_KINDS}|folders?|director(?:y|ies)|components?|parts?)\b",
     re.IGNORECASE,
 )
 #: A word in the shape of a name in code: snake_case (an underscore beside a letter or digit), qualified

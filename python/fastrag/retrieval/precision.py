@@ -343,8 +343,7 @@ class Precision:
         first line of the name's best definition, of another, or of none); else, and for a stage built
         without ``heads``, 0.0.
         """
-        symbol = asked_symbol(query.text, self.names_code) if self.heads is not None else None
-        if self.heads is None or symbol is None:
+        if self.heads is None or (symbol := asked_symbol(query.text, self.names_code)) is None:
             return [0.0] * len(chunk_ids)
         grades = self.heads(symbol)
         return [grades.get(cid, 0.0) for cid in chunk_ids]
