@@ -89,15 +89,20 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("How is app.render implemented", "app.render"),
         ("what does Depends() do", "Depends"),
         ("Where is the code for ZodType", "ZodType"),
+        # the same asked without a question's form: an embedded question, a request's subject, keywords
+        ("how ZodType works", "ZodType"),
+        ("where HTTPAdapter is defined", "HTTPAdapter"),
+        ("the Depends class", "Depends"),
+        ("ZodType defined", "ZodType"),
     ):
         assert asked_symbol(text) == name, text
     for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):
         assert asked_symbol(text) is None, text
-    # in a question, a plain word is a concept; keywords are looked up only when they are one name
+    # a plain word beside a question's own words is a concept; alone, it is a lookup
     assert asked_symbol("How does code generation work") is None and asked_symbol("code generation") is None
-    assert asked_symbol("how does zodtype work") is None
+    assert asked_symbol("how does zodtype work") is None and asked_symbol("how zodtype works") is None
     assert asked_symbol("how does zodtype work", lambda word: word == "zodtype") == "zodtype"
-    assert asked_symbol("middleware") == "middleware" and asked_symbol("ZodType defined") is None
+    assert asked_symbol("middleware") == "middleware" and asked_symbol("ZodType parse errors") is None
 
 
 @pytest.mark.parametrize(

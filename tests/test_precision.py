@@ -501,6 +501,10 @@ def test_a_symbol_query_ranks_the_chunk_that_opens_the_definition_first(tmp_path
         "what is the HTTPAdapter",
         '"HTTPAdapter",',
         "Explain HTTPAdapter",
+        "explain how HTTPAdapter works",
+        "Please show me where HTTPAdapter is defined",
+        "the HTTPAdapter class",
+        "HTTPAdapter definition",
     ):
         first = retriever.search(asked, 5, "lexical")[0]
         assert first.file_path == "repo/lib/adapters.py" and first.start <= head < first.end, asked

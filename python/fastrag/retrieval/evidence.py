@@ -215,15 +215,14 @@ def names_identifier(text: str) -> bool:
 
 def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:
     """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
-    (:func:`is_symbol_query`); for a direct question (:func:`asks_directly`), its only word beyond a
-    question's own words (:data:`_STOPWORDS`, :data:`_ABOUT_DEFINITION`, words under three letters) when
-    that word is a name: shaped or known as one in code (``names_code``), or capitalised as a name is typed.
-    "How does ZodType work", "What is Sinatra::Base", "which module defines `Depends`" ask for the same
-    definition as the name typed alone; "how does generation work" asks about a concept."""
+    (:func:`is_symbol_query`); else its only word beyond a question's own words (:data:`_STOPWORDS`,
+    :data:`_ABOUT_DEFINITION`, words under three letters) when that word is a name: shaped or known as one
+    in code (``names_code``), or capitalised as a name is typed. "How does ZodType work", "how ZodType
+    works", "What is Sinatra::Base", "which module defines `Depends`", "the Depends class" ask for the same
+    definition as the name typed alone, however the question is put; "how does generation work" asks about a
+    concept, and "ZodType parse" about more than the name."""
     if is_symbol_query(text):
         return text.strip()
-    if not asks_directly(text):
-        return None
     words = [w.strip(_AROUND_WORD) for w in text.split()]
     content = [
         w
