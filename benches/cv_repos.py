@@ -32,6 +32,7 @@ fold that holds the question out.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -576,6 +577,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
     parser.add_argument("--no-climb", action="store_true", help="the listwise fit alone, without the ascent")
     parser.add_argument("--lambdamart", action="store_true", help="also LightGBM's LambdaRank trees out of fold")
+    parser.add_argument("--tasks-json", type=Path, help="also write every benchmark task's NDCG@10 per column here")
     parser.add_argument(
         "--keyword-share",
         type=float,
@@ -636,6 +638,13 @@ def main() -> None:
         rankers = {f: lambdamart(pooled, f) for f in range(args.folds)}
         columns["LambdaMART, out of fold"] = scores(pooled, vllm, indexes, rankers.__getitem__)
     columns["default mode, out of fold"] = searched(pooled, vllm, indexes, args.folds, repos, INDEX_ROOT)
+    if args.tasks_json is not None:
+        per_task = [
+            {"repo": t.task.repo, "category": t.task.category, "query": t.task.query}
+            | {c: v[1][i] for c, v in columns.items()}
+            for i, t in enumerate(tasks)
+        ]
+        args.tasks_json.write_text(json.dumps(per_task, indent=1) + "\n")
     typed_columns = {
         "shipped": [recall(q, shipped_w, vllm) for q in typed],
         "in sample": [recall(q, everything, vllm) for q in typed],
