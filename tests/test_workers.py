@@ -217,3 +217,38 @@ def test_only_the_executors_cancelled_future_race_is_dropped(monkeypatch: pytest
         pass
     threading.excepthook(_thread_failure("/app/mine.py", ValueError("x")))
     assert seen == [InvalidStateError, RuntimeError, ValueError]
+
+
+def _nap(seconds: float) -> int:
+    """Worker: sleep, then answer with this worker's pid."""
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_stopping_lets_the_work_handed_out_finish_within_the_grace() -> None:
+    """A worker ended while it writes its result back leaves the pool's manager thread reading half a
+    message for ever, and the interpreter's exit joins that thread: a Ctrl-C that printed "interrupted"
+    and never returned. So the work already handed out may finish first, and the workers leave on their own."""
+    with pool_workers.worker_pool(2) as pool:
+        running = [pool.submit(_nap, 0.5) for _ in range(2)]
+        queued = [pool.submit(_nap, 0.5) for _ in range(40)]
+        processes = list(pool._processes.values())  # the workers' exit codes are the evidence
+        manager = getattr(pool, "_executor_manager_thread", None)
+        time.sleep(0.2)
+        pool_workers.stop(pool)
+    assert all(f.done() and not f.cancelled() for f in running)
+    assert sum(f.cancelled() for f in queued) >= 30  # the queue is dropped, not worked through
+    assert [p.exitcode for p in processes] == [0] * len(processes)  # left on their own, none terminated
+    assert manager is not None and not manager.is_alive()  # nothing left for the exit to join
+
+
+def test_stopping_ends_the_work_that_outlives_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_workers, "STOP_GRACE_S", 0.5)
+    with pool_workers.worker_pool(1) as pool:
+        stuck = pool.submit(_nap, 60.0)
+        processes = list(pool._processes.values())
+        time.sleep(0.2)
+        started = time.monotonic()
+        pool_workers.stop(pool)
+    assert time.monotonic() - started < 10
+    assert [p.exitcode for p in processes] == [-signal.SIGTERM] and stuck.done()

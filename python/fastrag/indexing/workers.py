@@ -7,7 +7,7 @@
   also watches its parent and exits when it is gone (within :data:`PARENT_POLL_S`);
 - ignore Ctrl-C: the terminal sends ``SIGINT`` to the whole process group, and only the parent
   reacts. When the parent leaves the pool on an exception (``KeyboardInterrupt`` included), the
-  queued work is cancelled and the workers are stopped at once, not after the work already sent.
+  queued work is cancelled and the workers stop once the batch each holds is done (:func:`stop`).
 
 Stopping workers under cancelled work can make the executor's own management thread fail: before
 Python 3.12 it marks every pending future broken without skipping the cancelled ones, and the
@@ -86,9 +86,18 @@ def _watch_parent(parent: int) -> None:
 
 
 def stop(pool: ProcessPoolExecutor) -> None:
-    """Cancel the queued work and end the workers now (terminate, then kill after :data:`STOP_GRACE_S`)."""
+    """Cancel the queued work and end the workers: those still busy after :data:`STOP_GRACE_S` are terminated,
+    then killed after as long again.
+
+    The work already handed to a worker (one batch each) is let finish within the grace: a worker ended while
+    it writes its result back leaves the pool's manager thread reading half a message for ever, and the
+    interpreter's exit joins that thread, so Ctrl-C would print "interrupted" and never return.
+    """
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None:
+        manager.join(STOP_GRACE_S)  # it ends the workers itself once their last results are in
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -98,9 +107,7 @@ def stop(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
-    # the pool's manager thread closes its wake-up pipe as it notices the workers gone; left running, it can
-    # close that pipe while the interpreter's exit hook writes to it (a traceback after "interrupted")
-    manager = getattr(pool, "_executor_manager_thread", None)
+    # left running, the manager can close its wake-up pipe while the interpreter's exit hook writes to it
     if manager is not None:
         manager.join(STOP_GRACE_S)
 
