@@ -219,19 +219,13 @@ def test_only_the_executors_cancelled_future_race_is_dropped(monkeypatch: pytest
     assert seen == [InvalidStateError, RuntimeError, ValueError]
 
 
-def _nap(seconds: float) -> int:
-    """Worker: sleep, then answer with this worker's pid."""
-    time.sleep(seconds)
-    return os.getpid()
-
-
 def test_stopping_lets_the_work_handed_out_finish_within_the_grace() -> None:
     """A worker ended while it writes its result back leaves the pool's manager thread reading half a
     message for ever, and the interpreter's exit joins that thread: a Ctrl-C that printed "interrupted"
     and never returned. So the work already handed out may finish first, and the workers leave on their own."""
     with pool_workers.worker_pool(2) as pool:
-        running = [pool.submit(_nap, 0.5) for _ in range(2)]
-        queued = [pool.submit(_nap, 0.5) for _ in range(40)]
+        running = [pool.submit(time.sleep, 0.5) for _ in range(2)]
+        queued = [pool.submit(time.sleep, 0.5) for _ in range(40)]
         processes = list(pool._processes.values())  # the workers' exit codes are the evidence
         manager = getattr(pool, "_executor_manager_thread", None)
         time.sleep(0.2)
@@ -245,7 +239,7 @@ def test_stopping_lets_the_work_handed_out_finish_within_the_grace() -> None:
 def test_stopping_ends_the_work_that_outlives_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_workers, "STOP_GRACE_S", 0.5)
     with pool_workers.worker_pool(1) as pool:
-        stuck = pool.submit(_nap, 60.0)
+        stuck = pool.submit(time.sleep, 60.0)
         processes = list(pool._processes.values())
         time.sleep(0.2)
         started = time.monotonic()
