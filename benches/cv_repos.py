@@ -1,7 +1,7 @@
 """The ranker fitted on vLLM questions and benchmark repositories pooled, cross-validated by repository.
 
 Usage: ``python benches/cv_repos.py [--index_dir data/processed] [--folds 5] [--reuse-index]
-[--write-weights] [--no-write]`` (``make cv``).
+[--write-weights] [--no-write] [--tasks-json OUT]`` (``make cv``).
 
 Two sources of questions train the precision stage's linear ranker
 (:data:`fastrag.retrieval.precision.FEATURES`):
@@ -26,7 +26,8 @@ spans, duplicates, heading lines), as in ``benches/cv.py``. *Default mode* colum
 retriever's own search in its default mode (fusion with vectors included) with the weights of the
 fold that holds the question out.
 
-``--write-weights`` writes the weights fitted on everything to the package's ``ranker.json``.
+``--write-weights`` writes the weights fitted on everything to the package's ``ranker.json``; ``--tasks-json``
+writes every benchmark task's NDCG@10 in each column, to compare a class of queries between two runs.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine, replace_section
+from common import RESULTS, ROOT, machine, replace_section, write_text_atomic
 from cv import (
     L2,
     SEED,
@@ -644,7 +645,7 @@ def main() -> None:
             | {c: v[1][i] for c, v in columns.items()}
             for i, t in enumerate(tasks)
         ]
-        args.tasks_json.write_text(json.dumps(per_task, indent=1) + "\n")
+        write_text_atomic(args.tasks_json, json.dumps(per_task, indent=1) + "\n")
     typed_columns = {
         "shipped": [recall(q, shipped_w, vllm) for q in typed],
         "in sample": [recall(q, everything, vllm) for q in typed],
