@@ -60,7 +60,9 @@ def test_kept_out_by_name() -> None:
     assert kept_out("app.js.map") == "source map" and kept_out("tuning.json") == "data format"
     assert kept_out(".env") == kept_out(".gitignore") == HIDDEN
     assert kept_out("LICENSE") == kept_out("LICENSE.md") == kept_out("COPYING") == "legal text"
-    for name in ("package.json", ".eslintrc.json", ".rubocop.yml", "schema.sql", "Gemfile", "license.py", "app.js"):
+    assert kept_out("LICENSE-APACHE") == kept_out("LICENSE_MIT.txt") == kept_out("COPYING-LGPL") == "legal text"
+    kept = ("package.json", ".eslintrc.json", ".rubocop.yml", "schema.sql", "Gemfile", "license.py", "app.js")
+    for name in (*kept, "license-faq.md", "LICENSE-helpers.py"):
         assert kept_out(name) is None, name
 
 

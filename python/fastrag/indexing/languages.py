@@ -13,6 +13,7 @@ source maps, data formats) and hidden files (``.env``, ``.gitignore``: tool conf
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from fastrag.errors import UsageError
@@ -86,7 +87,8 @@ LANGUAGES: tuple[Language, ...] = (
 )
 
 #: Files kept out of the index though they are text, by the reason the summary gives: (reason, endings of
-#: the file name, names: a whole name or the part before its first dot, any case). Data formats are
+#: the file name, names: a whole name or the part before its first dot, any case, or in capitals before a
+#: dash or underscore: ``LICENSE-APACHE``, ``COPYING_LGPL``). Data formats are
 #: generated tables and fixtures rather than prose or code (vLLM's 384 kernel tuning tables shifted BM25's
 #: statistics enough to cost one public question at rank 1, docs/history.md "Languages"); JSON
 #: configuration by its usual names is indexed all the same. Legal texts are the same boilerplate in
@@ -102,6 +104,8 @@ KEPT_OUT: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # a package's metadata as its build tool writes it: the README again, under another name
     ("generated package metadata", (), ("pkg-info",)),
 )  # fmt: skip
+#: A name's first part in capitals before a dash or underscore (``LICENSE-APACHE`` → ``LICENSE``).
+_CAPITAL_HEAD = re.compile(r"([A-Z]+)[-_]")
 #: Suffixes of prose: a kept-out name with one of these (or an unlisted one) is kept out too.
 _PROSE = frozenset(
     s for name in ("markdown", "rst", "text") for lang in LANGUAGES if lang.name == name for s in lang.suffixes
@@ -137,8 +141,10 @@ def kept_out(name: str) -> str | None:
     lower = name.lower()
     stem, suffix = lower.split(".", 1)[0], os.path.splitext(lower)[1]
     by_stem = suffix not in SUFFIXES or suffix in _PROSE  # LICENSE.md yes, license.py (code) no
+    head = _CAPITAL_HEAD.match(name)  # LICENSE-MIT: a variant of LICENSE; license-faq.md: a page of its own
+    stems = (stem, head.group(1).lower()) if head else (stem,)
     for reason, endings, names in KEPT_OUT:
-        if lower in names or (by_stem and stem in names) or lower.endswith(endings):
+        if lower in names or (by_stem and any(s in names for s in stems)) or lower.endswith(endings):
             return reason
     if name.startswith(".") and not is_listed(name):
         return HIDDEN
