@@ -94,6 +94,7 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("where HTTPAdapter is defined", "HTTPAdapter"),
         ("the Depends class", "Depends"),
         ("ZodType defined", "ZodType"),
+        ("what is responsible for HTTPAdapter", "HTTPAdapter"),
     ):
         assert asked_symbol(text) == name, text
     for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):
@@ -191,9 +192,23 @@ def test_a_name_in_code_is_told_by_its_shape(text: str, named: bool) -> None:
 
 
 def test_questions_that_ask_where_something_is() -> None:
-    for text in ("Where is the code for cookie storage", "Which file implements retries", "what module parses dates"):
+    for text in (
+        "Where is the code for cookie storage",
+        "Which file implements retries",
+        "what module parses dates",
+        "which code handles cookie storage",
+        "what handles retries",
+        "What is responsible for session expiry",
+        "what logic decides the retry delay",
+    ):
         assert asks_location(text) and asks_location(text + "?"), text
-    for text in ("How does the scheduler preempt requests", "which option sets the timeout", "what is a monad"):
+    for text in (
+        "How does the scheduler preempt requests",
+        "which option sets the timeout",
+        "what is a monad",
+        "what does the handler return",
+        "which handles are kept open",
+    ):
         assert not asks_location(text), text
 
 

@@ -3,7 +3,8 @@
 Every question of the vLLM sets at hand and every query of the benchmark repositories is searched as
 written, without its ``?``, with one appended, with it replaced by ``.`` (and ``!``, ``,``), quoted and in
 backticks: the first ten results must be the same spans in the same order. Asked for in a request ("can you
-find …", "show me …", "I'm looking for …", "explain …"), a query is searched as the words it asks for.
+find …", "show me …", "I'm looking for …", "explain …", "help me understand …"), a query is searched as the
+words it asks for.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ def requests(query: str) -> list[str]:
         f"{bare} in this repository",
         f"show me the code for {bare}",
         f"Explain {bare}",
+        f"I need to understand {bare}",
+        f"Can you help me understand {bare}?",
+        f"I want to know more about {bare}",
+        f"details on {bare}",
     ]
 
 
@@ -71,6 +76,10 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("find me where retries are configured") == "where retries are configured"
     assert request_subject("I want to see how auth works") == "how auth works"
     assert request_subject("tell me about the session store in this repo, thanks!") == "session store"
+    assert request_subject("I need to understand the session store") == "session store"
+    assert request_subject("can you help me understand how auth works") == "how auth works"
+    assert request_subject("we'd like to learn more about cookie storage") == "cookie storage"
+    assert request_subject("more details on the session store") == request_subject("info about session store")
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
@@ -86,6 +95,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "layout of the project",
         "code generation for templates",
         "implementation details of the cache",
+        "understanding retries",
+        "knowledge base indexing",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"

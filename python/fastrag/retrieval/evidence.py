@@ -118,9 +118,10 @@ _QUALIFIER = re.compile(r"::|\\|->|\.")
 #: The kinds of thing code is held in, as a question names them: "which file", "what module", "the class".
 _CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
-#: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled".
+#: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled",
+#: "what is responsible for it".
 _ABOUT_DEFINITION = re.compile(
-    rf"(?:defin|declar|implement|contain|handl|locat)\w*|lives?|code|source|{_CODE_KINDS}", re.IGNORECASE
+    rf"(?:defin|declar|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}", re.IGNORECASE
 )
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
@@ -178,11 +179,12 @@ _NAMES_TESTS = re.compile(r"\b(?:tests?|testing|tested|unit ?tests?|specs?|fixtu
 _NAMES_DOCS = re.compile(
     r"\b(?:docs?|documentation|documented|guides?|tutorials?|readme|manual|pages?|sections?)\b", re.IGNORECASE
 )
-#: A question that asks where something is: ``where``, or which (or what) file, module, class, function,
-#: package or folder holds it.
+#: A question that asks where something is: ``where``; which (or what) file, module, class, function,
+#: package, folder or code holds it; or what handles it, implements it, is responsible for it.
 _LOCATES = re.compile(
     rf"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+){{0,2}}?"
-    rf"(?:{_CODE_KINDS}|folders?|director(?:y|ies)|components?|parts?)\b",
+    rf"(?:{_CODE_KINDS}|code|logic|folders?|director(?:y|ies)|components?|parts?)\b"
+    r"|\bwhat\s+(?:handles|implements|is\s+responsible\s+for|takes\s+care\s+of|deals\s+with|manages)\b",
     re.IGNORECASE,
 )
 #: A word in the shape of a name in code: snake_case (an underscore beside a letter or digit), qualified

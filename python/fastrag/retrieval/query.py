@@ -38,21 +38,24 @@ _ASKS_WHERE = re.compile(
 )
 
 
-#: What a person puts around the thing they look for: "can you find", "I want to see", "show me the",
-#: "tell me about", "explain", "I'm looking for", "find the", "the code for" before it; "in this repository", "please"
-#: after it. Its words name no code ("find", "show", "list" and "get" are names in many repositories), and
-#: with them a name typed alone is no longer a query of one identifier.
+#: What a person puts around the thing they look for: "can you find", "I want to see", "show me the", "tell me
+#: about", "explain", "help me understand", "details on", "I'm looking for", "find the", "the code for" before it;
+#: "in this repository", "please" after it. Its words name no code ("find", "show", "list" and "get" are names in
+#: many repositories), and with them a name typed alone is no longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
+#: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
+_LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
     r"^\s*(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
-    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:help\s+me\s+)?{_VERB}(?:\s+me)?"
-    rf"|(?:i|we)\s+(?:want|need|would\s+like|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see)"
+    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?)"
+    rf"|(?:i|we)(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see|{_LEARN})"
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
-    rf"|help\s+me\s+{_VERB}"
+    rf"|help\s+me\s+(?:{_LEARN}|{_VERB})"
     rf"|(?:{_VERB}|tell)\s+me(?:\s+about)?"
     r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
+    r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)"
     rf")\s+{_ARTICLE}(?=\S))?"
     rf"(?:{_ARTICLE}(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\s+{_ARTICLE}(?=\S))?",
     re.IGNORECASE,
