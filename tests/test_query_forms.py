@@ -65,6 +65,8 @@ def requests(query: str) -> list[str]:
         f"Can you help me understand {bare}?",
         f"I want to know more about {bare}",
         f"details on {bare}",
+        f"Is there code for {bare}?",
+        f"does this repo have {bare}",
     ]
 
 
@@ -80,6 +82,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("can you help me understand how auth works") == "how auth works"
     assert request_subject("we'd like to learn more about cookie storage") == "cookie storage"
     assert request_subject("more details on the session store") == request_subject("info about session store")
+    assert request_subject("Is there a function to parse dates") == "parse dates"
+    assert request_subject("does this repo have a rate limiter") == request_subject("do we have rate limiter")
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
@@ -97,6 +101,9 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "implementation details of the cache",
         "understanding retries",
         "knowledge base indexing",
+        "Is there a way to disable retries",
+        "Does vLLM support LoRA",
+        "does the cache have a TTL",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"

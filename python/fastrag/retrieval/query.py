@@ -39,11 +39,14 @@ _ASKS_WHERE = re.compile(
 
 
 #: What a person puts around the thing they look for: "can you find", "I want to see", "show me the", "tell me
-#: about", "explain", "help me understand", "details on", "I'm looking for", "find the", "the code for" before it;
-#: "in this repository", "please" after it. Its words name no code ("find", "show", "list" and "get" are names in
-#: many repositories), and with them a name typed alone is no longer a query of one identifier.
+#: about", "explain", "help me understand", "details on", "is there code for", "does this repo have", "I'm looking
+#: for", "find the", "the code for" before it; "in this repository", "please" after it. Its words name no code
+#: ("find", "show", "list" and "get" are names in many repositories), and with them a name typed alone is no
+#: longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
+#: What a question about whether something exists asks for: "is there code for", "are there helpers to".
+_THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|methods?|files?|helpers?|utilit(?:y|ies))"
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
@@ -56,6 +59,9 @@ _REQUEST = re.compile(
     r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
     r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)"
+    rf"|(?:is|are)\s+there\s+{_ARTICLE}{_THING}\s+(?:for|to|about|that\s+handles?|which\s+handles?)"
+    r"|(?:does|do)\s+(?:this|the|our|we)\s+(?:(?:repo|repository|codebase|code\s+base|project|library|code)\s+)?"
+    r"(?:have|contain|include|implement)"
     rf")\s+{_ARTICLE}(?=\S))?"
     rf"(?:{_ARTICLE}(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\s+{_ARTICLE}(?=\S))?",
     re.IGNORECASE,
