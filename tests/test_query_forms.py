@@ -67,6 +67,7 @@ def requests(query: str) -> list[str]:
         f"details on {bare}",
         f"Is there code for {bare}?",
         f"does this repo have {bare}",
+        f"Quick question: can you tell me about {bare}?",
     ]
 
 
@@ -84,6 +85,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("more details on the session store") == request_subject("info about session store")
     assert request_subject("Is there a function to parse dates") == "parse dates"
     assert request_subject("does this repo have a rate limiter") == request_subject("do we have rate limiter")
+    assert request_subject("Quick question: how do I enable LoRA?") == "how do I enable LoRA?"
+    assert request_subject("Can you tell me how do I enable LoRA") == request_subject("Q: how do I enable LoRA")
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
@@ -104,6 +107,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "Is there a way to disable retries",
         "Does vLLM support LoRA",
         "does the cache have a TTL",
+        "Q-learning agent",
+        "questions about routing",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"

@@ -47,11 +47,14 @@ _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
 #: What a question about whether something exists asks for: "is there code for", "are there helpers to".
 _THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|methods?|files?|helpers?|utilit(?:y|ies))"
+#: A label before the question itself: "Quick question:", "Q:".
+_LABEL = r"(?:(?:(?:a\s+)?(?:quick|short|simple)\s+)?(?:(?:question|q)\s*:|question\s+[-–—])\s*)?"
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
-    r"^\s*(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
-    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?)"
+    rf"^\s*{_LABEL}(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
+    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+    rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+about)?)"
     rf"|(?:i|we)(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see|{_LEARN})"
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
     rf"|help\s+me\s+(?:{_LEARN}|{_VERB})"
