@@ -34,7 +34,8 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 #: document / anchor / heading / title ...", "Where in ...", after a context it may start with ("In vLLM, ").
 #: Its answer is a heading or anchor line.
 _ASKS_WHERE = re.compile(
-    r"^\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
+    r"^\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
+    r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
     re.IGNORECASE,
 )
 
