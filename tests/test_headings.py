@@ -80,10 +80,12 @@ def test_heading_lines_are_single_trimmed_lines_inside_the_text(parts: list[str]
         ("What title heading appears on the landing page of the documentation?", True),
         ("In vLLM, which documentation page covers profiling?", True),
         ("For the Nginx guide, what anchor ID marks the container build section?", True),
+        ("I build vLLM behind Nginx. Which section of the guide covers the container?", True),
         ("How do I build the vLLM container behind Nginx?", False),
         ("Which quant scheme does the Quark example in vLLM's docs use?", False),
         ("What does the section_size argument control?", False),
         ("In vLLM, how do I build the container behind Nginx?", False),
+        ("The section_size argument: what does it control?", False),
         ("", False),
     ],
 )

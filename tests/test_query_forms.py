@@ -68,6 +68,7 @@ def requests(query: str) -> list[str]:
         f"Is there code for {bare}?",
         f"does this repo have {bare}",
         f"Quick question: can you tell me about {bare}?",
+        f"hey, {bare}",
     ]
 
 
@@ -87,6 +88,7 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("does this repo have a rate limiter") == request_subject("do we have rate limiter")
     assert request_subject("Quick question: how do I enable LoRA?") == "how do I enable LoRA?"
     assert request_subject("Can you tell me how do I enable LoRA") == request_subject("Q: how do I enable LoRA")
+    assert request_subject("Hi there, how do I enable LoRA") == request_subject("ok, how do I enable LoRA")
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
@@ -109,6 +111,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "does the cache have a TTL",
         "Q-learning agent",
         "questions about routing",
+        "OK status handling",
+        "hello world example",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"

@@ -31,10 +31,10 @@ MIN_PART_CHARS = 3
 MAX_GLUED_CHARS = 40
 _WORD = re.compile(r"[A-Za-z0-9]+")
 #: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
-#: document / anchor / heading / title ...", "Where in ...", after a context it may start with ("In vLLM, ").
-#: Its answer is a heading or anchor line.
+#: document / anchor / heading / title ...", "Where in ...", at the start of a sentence, after a context it may
+#: start with ("In vLLM, "). Its answer is a heading or anchor line.
 _ASKS_WHERE = re.compile(
-    r"^\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
+    r"(?:^|[.!?]\s)\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
     r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
     re.IGNORECASE,
 )
@@ -49,8 +49,11 @@ _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
 #: What a question about whether something exists asks for: "is there code for", "are there helpers to".
 _THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|methods?|files?|helpers?|utilit(?:y|ies))"
-#: A label before the question itself: "Quick question:", "Q:".
-_LABEL = r"(?:(?:(?:a\s+)?(?:quick|short|simple)\s+)?(?:(?:question|q)\s*:|question\s+[-–—])\s*)?"
+#: A label or a greeting before the question itself: "Quick question:", "Q:", "hey,", "hi there,".
+_LABEL = (
+    r"(?:(?:(?:a\s+)?(?:quick|short|simple)\s+)?(?:(?:question|q)\s*:|question\s+[-–—])\s*)?"
+    r"(?:(?:hey|hi|hello|ok|okay|so|please)(?:\s+there)?\s*,\s*)?"
+)
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
@@ -123,7 +126,7 @@ def asks_where(text: str) -> bool:
     """Whether the question asks *where* something is documented (which page, section, anchor,
     heading or title): such questions are answered by a heading line, and searched in the
     heading lines too (:meth:`fastrag.retrieval.retriever.Retriever.search_many`)."""
-    return _ASKS_WHERE.match(text) is not None
+    return _ASKS_WHERE.search(text) is not None
 
 
 def analyse(text: str, vocabulary: Vocabulary, variants: bool = True) -> Query:
