@@ -86,6 +86,8 @@ def test_heading_lines_are_single_trimmed_lines_inside_the_text(parts: list[str]
         ("What does the section_size argument control?", False),
         ("In vLLM, how do I build the container behind Nginx?", False),
         ("The section_size argument: what does it control?", False),
+        ("Where in the code are retries configured?", False),
+        ("where in this repo is the session store", False),
         ("", False),
     ],
 )

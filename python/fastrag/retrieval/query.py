@@ -31,11 +31,12 @@ MIN_PART_CHARS = 3
 MAX_GLUED_CHARS = 40
 _WORD = re.compile(r"[A-Za-z0-9]+")
 #: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
-#: document / anchor / heading / title ...", "Where in ...", at the start of a sentence, after a context it may
-#: start with ("In vLLM, "). Its answer is a heading or anchor line.
+#: document / anchor / heading / title ...", "Where in ..." (but "where in the code": that asks for code), at the
+#: start of a sentence, after a context it may start with ("In vLLM, "). Its answer is a heading or anchor line.
 _ASKS_WHERE = re.compile(
     r"(?:^|[.!?]\s)\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
-    r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b)",
+    r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b"
+    r"(?!\s+(?:the\s+|this\s+|our\s+)?(?:code|codebase|code\s+base|sources?|repo|repository|project|library)\b))",
     re.IGNORECASE,
 )
 
