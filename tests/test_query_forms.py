@@ -59,6 +59,7 @@ def requests(query: str) -> list[str]:
         f"look up {bare}",
         f"Tell me about {bare}",
         f"{bare} in this repository",
+        f"{bare} in the source code",
         f"show me the code for {bare}",
         f"Explain {bare}",
         f"I need to understand {bare}",
