@@ -76,7 +76,8 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _AFTER = re.compile(
-    r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code))?"
+    r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+"
+    r"(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code))?"
     r"(?:[\s,]+(?:please|thanks|thank\s+you)\W*)?$",
     re.IGNORECASE,
 )
