@@ -95,6 +95,9 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("the Depends class", "Depends"),
         ("ZodType defined", "ZodType"),
         ("what is responsible for HTTPAdapter", "HTTPAdapter"),
+        ("the ZodType type", "ZodType"),
+        ("Serializer trait", "Serializer"),
+        ("ConstraintMaker struct", "ConstraintMaker"),
     ):
         assert asked_symbol(text) == name, text
     for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):

@@ -119,9 +119,11 @@ _QUALIFIER = re.compile(r"::|\\|->|\.")
 _CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
 #: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled",
-#: "what is responsible for it".
+#: "what is responsible for it", "the ZodType type", "the Serializer trait".
 _ABOUT_DEFINITION = re.compile(
-    rf"(?:defin|declar|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}", re.IGNORECASE
+    rf"(?:defin|declar|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}"
+    r"|types?|structs?|interfaces?|traits?|enums?|protocols?|typeclass(?:es)?|macros?|constants?",
+    re.IGNORECASE,
 )
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
