@@ -70,6 +70,9 @@ def requests(query: str) -> list[str]:
         f"does this repo have {bare}",
         f"Quick question: can you tell me about {bare}?",
         f"hey, {bare}",
+        f"give me an overview of {bare}",
+        f"code that handles {bare} pls",
+        f"{bare} explained",
     ]
 
 
@@ -90,6 +93,7 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("Quick question: how do I enable LoRA?") == "how do I enable LoRA?"
     assert request_subject("Can you tell me how do I enable LoRA") == request_subject("Q: how do I enable LoRA")
     assert request_subject("Hi there, how do I enable LoRA") == request_subject("ok, how do I enable LoRA")
+    assert request_subject("an overview of routing") == request_subject("the logic which implements routing, thx")
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (

@@ -42,8 +42,9 @@ _ASKS_WHERE = re.compile(
 
 
 #: What a person puts around the thing they look for: "can you find", "I want to see", "show me the", "tell me
-#: about", "explain", "help me understand", "details on", "is there code for", "does this repo have", "I'm looking
-#: for", "find the", "the code for" before it; "in this repository", "please" after it. Its words name no code
+#: about", "explain", "help me understand", "details on", "an overview of", "is there code for", "does this repo
+#: have", "I'm looking for", "find the", "the code for", "code that handles" before it; "in this repository",
+#: "explained", "please" after it. Its words name no code
 #: ("find", "show", "list" and "get" are names in many repositories), and with them a name typed alone is no
 #: longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
@@ -59,6 +60,7 @@ _LABEL = (
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
     rf"^\s*{_LABEL}(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
+    r"(?:give\s+me\s+)?(?:an?\s+)?overview\s+of|"
     rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?"
     rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+about)?)"
     rf"|(?:i|we)(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see|{_LEARN})"
@@ -72,13 +74,14 @@ _REQUEST = re.compile(
     r"|(?:does|do)\s+(?:this|the|our|we)\s+(?:(?:repo|repository|codebase|code\s+base|project|library|code)\s+)?"
     r"(?:have|contain|include|implement)"
     rf")\s+{_ARTICLE}(?=\S))?"
-    rf"(?:{_ARTICLE}(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\s+{_ARTICLE}(?=\S))?",
+    rf"(?:{_ARTICLE}(?:(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)"
+    rf"|(?:code|logic)\s+(?:that|which)\s+(?:does|handles|implements|performs))\s+{_ARTICLE}(?=\S))?",
     re.IGNORECASE,
 )
 _AFTER = re.compile(
     r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+"
     r"(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code))?"
-    r"(?:[\s,]+(?:please|thanks|thank\s+you)\W*)?$",
+    r"(?:[\s,]+explained)?(?:[\s,]+(?:please|pls|plz|thanks|thx|thank\s+you)\W*)?$",
     re.IGNORECASE,
 )
 
