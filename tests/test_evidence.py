@@ -98,6 +98,9 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("the ZodType type", "ZodType"),
         ("Serializer trait", "Serializer"),
         ("ConstraintMaker struct", "ConstraintMaker"),
+        # a plain word in lower case is a name when the question asks for its definition
+        ("where is session defined", "session"),
+        ("apirouter definition", "apirouter"),
     ):
         assert asked_symbol(text) == name, text
     for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):

@@ -125,6 +125,8 @@ _ABOUT_DEFINITION = re.compile(
     r"|types?|structs?|interfaces?|traits?|enums?|protocols?|typeclass(?:es)?|macros?|constants?",
     re.IGNORECASE,
 )
+#: Words that ask for a definition as such: "where is session defined", "runtime definition".
+_ASKS_DEFINITION = re.compile(r"\b(?:defin|declar)\w*", re.IGNORECASE)
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
 
@@ -221,10 +223,11 @@ def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier
     """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
     (:func:`is_symbol_query`); else its only word beyond a question's own words (:data:`_STOPWORDS`,
     :data:`_ABOUT_DEFINITION`, words under three letters) when that word is a name: shaped or known as one
-    in code (``names_code``), or capitalised as a name is typed. "How does ZodType work", "how ZodType
-    works", "What is Sinatra::Base", "which module defines `Depends`", "the Depends class" ask for the same
-    definition as the name typed alone, however the question is put; "how does generation work" asks about a
-    concept, and "ZodType parse" about more than the name."""
+    in code (``names_code``), capitalised as a name is typed, or asked for as a definition ("where is session
+    defined": a word in any case, which the index may define). "How does ZodType work", "how ZodType works",
+    "What is Sinatra::Base", "which module defines `Depends`", "the Depends class" ask for the same definition
+    as the name typed alone, however the question is put; "how does generation work" asks about a concept,
+    and "ZodType parse" about more than the name."""
     if is_symbol_query(text):
         return text.strip()
     words = [w.strip(_AROUND_WORD) for w in text.split()]
@@ -236,7 +239,7 @@ def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier
     if len(content) != 1 or not is_symbol_query(content[0]):
         return None
     name = content[0]
-    return name if name[0].isupper() or names_code(name) else None
+    return name if name[0].isupper() or names_code(name) or _ASKS_DEFINITION.search(text) else None
 
 
 def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bool] = names_identifier) -> bool:
