@@ -73,6 +73,7 @@ def requests(query: str) -> list[str]:
         f"give me an overview of {bare}",
         f"code that handles {bare} pls",
         f"{bare} explained",
+        f"what about {bare}?",
     ]
 
 

@@ -69,7 +69,7 @@ _REQUEST = re.compile(
     rf"|(?:{_VERB}|tell)\s+me(?:\s+about)?"
     r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
-    r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)"
+    r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)|(?:what|anything|something)\s+(?:about|on)"
     rf"|(?:is|are)\s+there\s+{_ARTICLE}{_THING}\s+(?:for|to|about|that\s+handles?|which\s+handles?)"
     r"|(?:does|do)\s+(?:this|the|our|we)\s+(?:(?:repo|repository|codebase|code\s+base|project|library|code)\s+)?"
     r"(?:have|contain|include|implement)"
