@@ -74,6 +74,9 @@ def requests(query: str) -> list[str]:
         f"code that handles {bare} pls",
         f"{bare} explained",
         f"what about {bare}?",
+        f"Tell me more about {bare}",
+        f"can u find {bare}",
+        f"Is there anything about {bare} in here?",
     ]
 
 
@@ -95,6 +98,8 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("Can you tell me how do I enable LoRA") == request_subject("Q: how do I enable LoRA")
     assert request_subject("Hi there, how do I enable LoRA") == request_subject("ok, how do I enable LoRA")
     assert request_subject("an overview of routing") == request_subject("the logic which implements routing, thx")
+    assert request_subject("any idea where retries are configured") == "where retries are configured"
+    assert request_subject("do you know where the router lives") == "where the router lives"
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (

@@ -61,12 +61,13 @@ _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
     rf"^\s*{_LABEL}(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
     r"(?:give\s+me\s+)?(?:an?\s+)?overview\s+of|"
-    rf"(?:can|could|would|will)\s+you\s+(?:please\s+)?"
-    rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+about)?)"
+    rf"(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
+    rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+more)?(?:\s+about)?)"
     rf"|(?:i|we)(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see|{_LEARN})"
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:looking|searching)\s+for"
     rf"|help\s+me\s+(?:{_LEARN}|{_VERB})"
-    rf"|(?:{_VERB}|tell)\s+me(?:\s+about)?"
+    rf"|(?:{_VERB}|tell)\s+me(?:\s+more)?(?:\s+about)?"
+    r"|(?:any\s+idea|do\s+you\s+know|does\s+anyone\s+know)"
     r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
     r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)|(?:what|anything|something)\s+(?:about|on)"
@@ -80,7 +81,7 @@ _REQUEST = re.compile(
 )
 _AFTER = re.compile(
     r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+"
-    r"(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code))?"
+    r"(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code)|\s+in\s+here)?"
     r"(?:[\s,]+explained)?(?:[\s,]+(?:please|pls|plz|thanks|thx|thank\s+you)\W*)?$",
     re.IGNORECASE,
 )
