@@ -77,6 +77,8 @@ def requests(query: str) -> list[str]:
         f"Tell me more about {bare}",
         f"can u find {bare}",
         f"Is there anything about {bare} in here?",
+        f"need help with {bare}",
+        f"Looking into {bare}",
     ]
 
 
@@ -124,6 +126,7 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
         "questions about routing",
         "OK status handling",
         "hello world example",
+        "looking glass implementation",
     ):
         assert request_subject(kept) == kept
     assert clean_query("Can you find HTTPAdapter?") == clean_query("HTTPAdapter") == "HTTPAdapter"
