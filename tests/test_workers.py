@@ -9,6 +9,8 @@ may remain, and the previous index must still answer the same.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import multiprocessing
 import os
 import re
 import signal
@@ -19,6 +21,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import InvalidStateError
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -246,3 +249,59 @@ def test_stopping_ends_the_work_that_outlives_the_grace(monkeypatch: pytest.Monk
         pool_workers.stop(pool)
     assert time.monotonic() - started < 10
     assert [p.exitcode for p in processes] == [-signal.SIGTERM] and stuck.done()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks on this platform")
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_a_worker_starts_with_ctrl_c_held_back(method: str) -> None:
+    """Ctrl-C reaches every process of the group, a worker still importing its modules included: before its
+    initializer ignores ``SIGINT``, Python's own handler would raise ``KeyboardInterrupt`` there and print a
+    traceback under "fastrag: interrupted". A process started under :func:`held_sigint` begins with the signal
+    blocked, so a ``SIGINT`` it gets first stays pending; one started without it dies of it."""
+    context: Any = multiprocessing.get_context(method)  # a concrete context: it has Process
+    interrupted = context.Process(target=signal.raise_signal, args=(signal.SIGINT,))
+    kept = context.Process(target=signal.raise_signal, args=(signal.SIGINT,))
+    interrupted.start()
+    with pool_workers.held_sigint():
+        kept.start()
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the parent's mask is restored
+    for process in (interrupted, kept):
+        process.join(60)
+    assert interrupted.exitcode != 0  # KeyboardInterrupt raised at once
+    assert kept.exitcode == 0  # held back, never delivered
+
+
+def test_the_pool_starts_its_workers_with_ctrl_c_held_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool starts its workers inside ``submit``: each start happens under :func:`held_sigint`."""
+    depth: list[int] = [0]
+    starts: list[int] = []
+    held = pool_workers.held_sigint
+
+    @contextlib.contextmanager
+    def counted() -> Iterator[None]:
+        depth[0] += 1
+        try:
+            with held():
+                yield
+        finally:
+            depth[0] -= 1
+
+    def start(self: multiprocessing.process.BaseProcess) -> None:
+        starts.append(depth[0])
+        original(self)
+
+    original = multiprocessing.process.BaseProcess.start
+    monkeypatch.setattr(pool_workers, "held_sigint", counted)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    with pool_workers.worker_pool(2) as pool:
+        assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
+    assert starts and all(d == 1 for d in starts), starts
+
+
+def test_a_pool_worker_ignores_ctrl_c_once_started() -> None:
+    """Once its initializer has run, a worker ignores ``SIGINT`` and no longer holds it back."""
+    with pool_workers.worker_pool(1) as pool:
+        handler = pool.submit(signal.getsignal, signal.SIGINT).result(60)
+        blocked = pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result(60)
+    assert handler == signal.SIG_IGN
+    assert signal.SIGINT not in blocked

@@ -6,8 +6,11 @@
   ``SIGKILL`` when the parent exits (``PR_SET_PDEATHSIG``); everywhere, a thread in each worker
   also watches its parent and exits when it is gone (within :data:`PARENT_POLL_S`);
 - ignore Ctrl-C: the terminal sends ``SIGINT`` to the whole process group, and only the parent
-  reacts. When the parent leaves the pool on an exception (``KeyboardInterrupt`` included), the
-  queued work is cancelled and the workers stop once the batch each holds is done (:func:`stop`).
+  reacts. A worker starts with ``SIGINT`` held back (blocked while the parent starts it, a mask the
+  worker inherits: :class:`HeldPool`), so that Ctrl-C while it is still importing cannot print a
+  traceback; its initializer then ignores the signal and lets it through. When the parent leaves the pool on an
+  exception (``KeyboardInterrupt`` included), the queued work is cancelled and the workers stop once
+  the batch each holds is done (:func:`stop`).
 
 Stopping workers under cancelled work can make the executor's own management thread fail: before
 Python 3.12 it marks every pending future broken without skipping the cancelled ones, and the
@@ -24,11 +27,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import InvalidStateError, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, InvalidStateError, ProcessPoolExecutor
 from contextlib import contextmanager
 from types import TracebackType
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 #: ``prctl`` option: the signal a process gets when its parent exits (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
 #: How often a worker's watch thread checks that its parent is alive.
@@ -46,7 +51,7 @@ def worker_pool(max_workers: int) -> Iterator[ProcessPoolExecutor]:
     # fork and spawn start workers from this process; a fork server is their parent instead (and
     # exits when this process does), so the workers then watch the parent they start with
     parent = os.getpid() if context.get_start_method() != "forkserver" else 0
-    pool = ProcessPoolExecutor(max_workers, mp_context=context, initializer=die_with_parent, initargs=(parent,))
+    pool = HeldPool(max_workers, mp_context=context, initializer=die_with_parent, initargs=(parent,))
     _install_quiet_race_hook()
     try:
         yield pool
@@ -56,10 +61,37 @@ def worker_pool(max_workers: int) -> Iterator[ProcessPoolExecutor]:
     pool.shutdown(wait=True)
 
 
+class HeldPool(ProcessPoolExecutor):
+    """A process pool that starts its workers with ``SIGINT`` blocked (:func:`held_sigint`): the pool starts a
+    worker inside :meth:`submit`, and the worker inherits the mask of the thread that starts it."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """:meth:`ProcessPoolExecutor.submit`, with ``SIGINT`` held back while it may start workers."""
+        with held_sigint():
+            return super().submit(fn, *args, **kwargs)
+
+
+@contextmanager
+def held_sigint() -> Iterator[None]:
+    """``SIGINT`` blocked in this thread for the block, then let through: a Ctrl-C meanwhile is only delayed.
+    A process started in the block begins with it blocked, so a Ctrl-C that reaches it before it ignores the
+    signal stays pending instead of raising ``KeyboardInterrupt`` inside its imports."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def die_with_parent(parent: int) -> None:
     """Worker initializer: ignore Ctrl-C, and exit when the parent process (pid ``parent``, 0: the
     current one) is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held back since the start is dropped here
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _arm_death_signal()
     watched = parent or os.getppid()
     if os.getppid() != watched:  # the parent died before the death signal was armed
