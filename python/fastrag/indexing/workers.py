@@ -8,9 +8,9 @@
 - ignore Ctrl-C: the terminal sends ``SIGINT`` to the whole process group, and only the parent
   reacts. A worker starts with ``SIGINT`` held back (blocked while the parent starts it, a mask the
   worker inherits: :class:`HeldPool`), so that Ctrl-C while it is still importing cannot print a
-  traceback; its initializer then ignores the signal and lets it through. When the parent leaves the pool on an
-  exception (``KeyboardInterrupt`` included), the queued work is cancelled and the workers stop once
-  the batch each holds is done (:func:`stop`).
+  traceback; its initializer then ignores the signal and lets it through. When the parent leaves the
+  pool on an exception (``KeyboardInterrupt`` included), the queued work is cancelled and the workers
+  stop once the batch each holds is done (:func:`stop`).
 
 Stopping workers under cancelled work can make the executor's own management thread fail: before
 Python 3.12 it marks every pending future broken without skipping the cancelled ones, and the

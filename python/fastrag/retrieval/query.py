@@ -44,9 +44,8 @@ _ASKS_WHERE = re.compile(
 #: What a person puts around the thing they look for: "can you find", "I want to see", "show me the", "tell me
 #: about", "explain", "help me understand", "details on", "an overview of", "is there code for", "does this repo
 #: have", "I'm looking for", "find the", "the code for", "code that handles" before it; "in this repository",
-#: "explained", "please" after it. Its words name no code
-#: ("find", "show", "list" and "get" are names in many repositories), and with them a name typed alone is no
-#: longer a query of one identifier.
+#: "explained", "please" after it. Its words name no code ("find", "show", "list" and "get" are names in many
+#: repositories), and with them a name typed alone is no longer a query of one identifier.
 _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+)?to|get|give|list|fetch)"
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
 #: What a question about whether something exists asks for: "is there code for", "are there helpers to".
