@@ -34,6 +34,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+#: Whether this platform has per-thread signal masks (POSIX): without them a worker starts unmasked.
+SIGNAL_MASKS = hasattr(signal, "pthread_sigmask")
 #: ``prctl`` option: the signal a process gets when its parent exits (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
 #: How often a worker's watch thread checks that its parent is alive.
@@ -76,7 +78,7 @@ def held_sigint() -> Iterator[None]:
     """``SIGINT`` blocked in this thread for the block, then let through: a Ctrl-C meanwhile is only delayed.
     A process started in the block begins with it blocked, so a Ctrl-C that reaches it before it ignores the
     signal stays pending instead of raising ``KeyboardInterrupt`` inside its imports."""
-    if not hasattr(signal, "pthread_sigmask"):
+    if not SIGNAL_MASKS:
         yield
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -90,7 +92,7 @@ def die_with_parent(parent: int) -> None:
     """Worker initializer: ignore Ctrl-C, and exit when the parent process (pid ``parent``, 0: the
     current one) is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held back since the start is dropped here
-    if hasattr(signal, "pthread_sigmask"):
+    if SIGNAL_MASKS:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _arm_death_signal()
     watched = parent or os.getppid()

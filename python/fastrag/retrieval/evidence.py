@@ -117,16 +117,18 @@ _SYMBOL = re.compile(r"^[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)*$")
 _QUALIFIER = re.compile(r"::|\\|->|\.")
 #: The kinds of thing code is held in, as a question names them: "which file", "what module", "the class".
 _CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
+#: The stems of the words that ask for a definition: "defined", "definition", "declared".
+_DEFINES = r"defin|declar"
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
 #: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled",
 #: "what is responsible for it", "the ZodType type", "the Serializer trait".
 _ABOUT_DEFINITION = re.compile(
-    rf"(?:defin|declar|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}"
+    rf"(?:{_DEFINES}|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}"
     r"|types?|structs?|interfaces?|traits?|enums?|protocols?|typeclass(?:es)?|macros?|constants?",
     re.IGNORECASE,
 )
 #: Words that ask for a definition as such: "where is session defined", "runtime definition".
-_ASKS_DEFINITION = re.compile(r"\b(?:defin|declar)\w*", re.IGNORECASE)
+_ASKS_DEFINITION = re.compile(rf"\b(?:{_DEFINES})\w*", re.IGNORECASE)
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
 

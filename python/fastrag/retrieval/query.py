@@ -33,10 +33,12 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 #: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
 #: document / anchor / heading / title ...", "Where in ..." (but "where in the code": that asks for code), at the
 #: start of a sentence, after a context it may start with ("In vLLM, "). Its answer is a heading or anchor line.
+#: What a person calls the code base the search runs over: "this repo", "the codebase", "the source code".
+_CODEBASE = r"(?:repo|repository|codebase|code\s+base|project|library|(?:source\s+)?code|sources?)"
 _ASKS_WHERE = re.compile(
     r"(?:^|[.!?]\s)\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
     r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b"
-    r"(?!\s+(?:the\s+|this\s+|our\s+)?(?:code|codebase|code\s+base|sources?|repo|repository|project|library)\b))",
+    rf"(?!\s+(?:the\s+|this\s+|our\s+)?{_CODEBASE}\b))",
     re.IGNORECASE,
 )
 
@@ -50,15 +52,17 @@ _VERB = r"(?:find|show|locate|search\s+for|look\s+for|look\s+up|point\s+(?:me\s+
 _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
 #: What a question about whether something exists asks for: "is there code for", "are there helpers to".
 _THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|methods?|files?|helpers?|utilit(?:y|ies))"
+#: Words that greet before a request or a question: "hey", "please", "ok".
+_GREETING = r"(?:hey|hi|hello|ok|okay|so|please)"
 #: A label or a greeting before the question itself: "Quick question:", "Q:", "hey,", "hi there,".
 _LABEL = (
     r"(?:(?:(?:a\s+)?(?:quick|short|simple)\s+)?(?:(?:question|q)\s*:|question\s+[-–—])\s*)?"
-    r"(?:(?:hey|hi|hello|ok|okay|so|please)(?:\s+there)?\s*,\s*)?"
+    rf"(?:{_GREETING}(?:\s+there)?\s*,\s*)?"
 )
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
 _REQUEST = re.compile(
-    rf"^\s*{_LABEL}(?:(?:(?:please|hey|hi|ok|okay)[\s,]+)?(?:"
+    rf"^\s*{_LABEL}(?:(?:{_GREETING}[\s,]+)?(?:"
     r"(?:give\s+me\s+)?(?:an?\s+)?overview\s+of|"
     rf"(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
     rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+more)?(?:\s+about)?)"
@@ -72,7 +76,7 @@ _REQUEST = re.compile(
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
     r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)|(?:what|anything|something)\s+(?:about|on)"
     rf"|(?:is|are)\s+there\s+{_ARTICLE}{_THING}\s+(?:for|to|about|that\s+handles?|which\s+handles?)"
-    r"|(?:does|do)\s+(?:this|the|our|we)\s+(?:(?:repo|repository|codebase|code\s+base|project|library|code)\s+)?"
+    rf"|(?:does|do)\s+(?:this|the|our|we)\s+(?:{_CODEBASE}\s+)?"
     r"(?:have|contain|include|implement)"
     rf")\s+{_ARTICLE}(?=\S))?"
     rf"(?:{_ARTICLE}(?:(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)"
@@ -80,8 +84,7 @@ _REQUEST = re.compile(
     re.IGNORECASE,
 )
 _AFTER = re.compile(
-    r"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+"
-    r"(?:repo|repository|codebase|code\s+base|project|(?:source\s+)?code)|\s+in\s+here)?"
+    rf"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+{_CODEBASE}|\s+in\s+here)?"
     r"(?:[\s,]+explained)?(?:[\s,]+(?:please|pls|plz|thanks|thx|thank\s+you)\W*)?$",
     re.IGNORECASE,
 )
