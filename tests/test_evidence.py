@@ -101,9 +101,28 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         # a plain word in lower case is a name when the question asks for its definition
         ("where is session defined", "session"),
         ("apirouter definition", "apirouter"),
+        # words for what is wanted of the name, auxiliaries and pronouns, contractions, a dash between parts
+        ("why does ZodType exist", "ZodType"),
+        ("where does HTTPAdapter happen", "HTTPAdapter"),
+        ("Serializer internals", "Serializer"),
+        ("Depends usage", "Depends"),
+        ("show APIRouter", "APIRouter"),
+        ("Could you explain ZodError?", "ZodError"),
+        ("what's Sinatra::Base", "Sinatra::Base"),
+        ("where’s HTTPAdapter", "HTTPAdapter"),
+        ("ZodType - how does it work?", "ZodType"),
+        ("ZodType — where is it?", "ZodType"),
     ):
         assert asked_symbol(text) == name, text
-    for text in ("how are routes registered", "What is the default value of max_num_seqs", "ZodType structure", ""):
+    for text in (
+        "how are routes registered",
+        "What is the default value of max_num_seqs",
+        "ZodType structure",
+        "",
+        "ZodType & friends",
+        "why does ZodType exist twice",
+        "what's ZodType's parse",
+    ):
         assert asked_symbol(text) is None, text
     # a plain word beside a question's own words is a concept; alone, it is a lookup
     assert asked_symbol("How does code generation work") is None and asked_symbol("code generation") is None

@@ -119,16 +119,26 @@ _QUALIFIER = re.compile(r"::|\\|->|\.")
 _CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
 #: The stems of the words that ask for a definition: "defined", "definition", "declared".
 _DEFINES = r"defin|declar"
+#: Words that say what is wanted of a thing rather than which thing: that it exists, where it happens, how it is
+#: used, done or built inside, shown, seen or explained ("why does ZodType exist", "where does Router happen",
+#: "Depends usage", "Serializer internals", "show HTTPAdapter", "how is ZodError done").
+_ANSWER_KINDS = r"exists?|happen(?:s|ed|ing)?|done|internals?|usages?|show|see|need|explain(?:s|ed)?"
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
 #: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled",
 #: "what is responsible for it", "the ZodType type", "the Serializer trait".
 _ABOUT_DEFINITION = re.compile(
     rf"(?:{_DEFINES}|implement|contain|handl|locat|responsib)\w*|lives?|code|source|{_CODE_KINDS}"
-    r"|types?|structs?|interfaces?|traits?|enums?|protocols?|typeclass(?:es)?|macros?|constants?",
+    r"|types?|structs?|interfaces?|traits?|enums?|protocols?|typeclass(?:es)?|macros?|constants?"
+    rf"|{_ANSWER_KINDS}",
     re.IGNORECASE,
 )
 #: Words that ask for a definition as such: "where is session defined", "runtime definition".
 _ASKS_DEFINITION = re.compile(rf"\b(?:{_DEFINES})\w*", re.IGNORECASE)
+#: The contracted verb of a question word or pronoun ("what's", "where's", "it's", "they're"): the word before it
+#: is what counts.
+_CONTRACTION = re.compile(r"['’](?:s|re|ll|ve|d)$", re.IGNORECASE)
+#: A character a name holds: a word made of none ("-", "—", "&") is punctuation between a question's parts.
+_NAME_CHARACTER = re.compile(r"\w")
 #: Marks around a word of a question that are not part of a name: quotes, backticks, brackets, sentence marks.
 _AROUND_WORD = "\"'`“”‘’()[]{}<>,;:?!."
 
@@ -169,6 +179,9 @@ def symbol_name(text: str) -> str:
 
 
 _AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had)"
+#: The auxiliaries and pronouns a question is put with beyond :data:`_STOPWORDS` ("Could you explain ZodType",
+#: "should we use Depends"): no more a part of what it asks about than "is" or "the".
+_ASKING_WORDS = re.compile(rf"{_AUXILIARY}|you|your|yours|our|ours|us|they|them|their", re.IGNORECASE)
 #: A query put as a direct question, by its words alone: an auxiliary first (``does X support Y``),
 #: a question word that stands for what is asked (``what``, ``which``, ``who``), ``how``, ``where``,
 #: ``why`` or ``when`` followed by an auxiliary or a quantity (``how do I``, ``how many``, ``where in``),
@@ -224,19 +237,23 @@ def names_identifier(text: str) -> bool:
 def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:
     """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
     (:func:`is_symbol_query`); else its only word beyond a question's own words (:data:`_STOPWORDS`,
-    :data:`_ABOUT_DEFINITION`, words under three letters) when that word is a name: shaped or known as one
-    in code (``names_code``), capitalised as a name is typed, or asked for as a definition ("where is session
-    defined": a word in any case, which the index may define). "How does ZodType work", "how ZodType works",
-    "What is Sinatra::Base", "which module defines `Depends`", "the Depends class" ask for the same definition
-    as the name typed alone, however the question is put; "how does generation work" asks about a concept,
-    and "ZodType parse" about more than the name."""
+    :data:`_ABOUT_DEFINITION`, :data:`_ASKING_WORDS`, words under three letters, marks such as a dash) when that
+    word is a name: shaped or known as one in code (``names_code``), capitalised as a name is typed, or asked for
+    as a definition ("where is session defined": a word in any case, which the index may define). "How does
+    ZodType work", "how ZodType works", "What is Sinatra::Base", "which module defines `Depends`", "the Depends
+    class", "why does ZodType exist" ask for the same definition as the name typed alone, however the question is
+    put; "how does generation work" asks about a concept, and "ZodType parse" about more than the name."""
     if is_symbol_query(text):
         return text.strip()
-    words = [w.strip(_AROUND_WORD) for w in text.split()]
+    words = [_CONTRACTION.sub("", w.strip(_AROUND_WORD)) for w in text.split()]
     content = [
         w
         for w in words
-        if w and not (len(w) < 3 and w.isalpha()) and w.lower() not in _STOPWORDS and not _ABOUT_DEFINITION.fullmatch(w)
+        if _NAME_CHARACTER.search(w)
+        and not (len(w) < 3 and w.isalpha())
+        and w.lower() not in _STOPWORDS
+        and not _ABOUT_DEFINITION.fullmatch(w)
+        and not _ASKING_WORDS.fullmatch(w)
     ]
     if len(content) != 1 or not is_symbol_query(content[0]):
         return None
