@@ -12,6 +12,7 @@ from fastrag.retrieval.evidence import (
     asks_for_passage,
     asks_location,
     is_symbol_query,
+    matches_part,
     names_identifier,
     path_kind,
     query_traits,
@@ -183,6 +184,14 @@ def test_path_words_match_stems_and_prefixes() -> None:
     folder = words.words("OpenAPI schema generation")
     assert words.share(folder, "fastapi/openapi/utils.py") > 0  # the folder's name counts
     assert words.share(words.words("how is it done"), "a/how.py") == 0.0  # stopwords only: nothing to match
+
+
+def test_a_word_meets_a_part_of_a_name_in_another_form() -> None:
+    for word, part in (("cookie", "cookies"), ("rout", "router"), ("router", "rout"), ("cert", "certif")):
+        assert matches_part(word, frozenset({part})), (word, part)
+    for word, part in (("log", "logger"), ("route", "rout2"), ("args", "argument")):
+        assert not matches_part(word, frozenset({part})), (word, part)  # too short a prefix, or no prefix
+    assert not matches_part("router", frozenset())
 
 
 def test_spread_files_demotes_a_files_further_spans() -> None:

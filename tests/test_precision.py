@@ -21,7 +21,7 @@ from fastrag.retrieval import precision
 from fastrag.retrieval import retriever as retriever_module
 from fastrag.retrieval.evidence import path_kind
 from fastrag.retrieval.lexical import LexicalSearcher
-from fastrag.retrieval.precision import COLUMNS, TRAITS, Precision, densest_span, file_stem, recut
+from fastrag.retrieval.precision import COLUMNS, FEATURES, TRAITS, Precision, densest_span, file_stem, recut
 from fastrag.retrieval.query import analyse, glued_parts, identifier_variants
 from fastrag.retrieval.retriever import NESTED, OVERLAP, Retriever
 
@@ -233,6 +233,20 @@ def test_name_bonus_follows_idf_and_whole_names(retriever: Retriever) -> None:
     assert stage.name_match(ids["repo/docs/notes.md"], query.all_terms) == 0
     unnamed = analyse("Can draft_probs be None?", index.bm25)
     assert stage.name_match(ids["repo/vllm/sample/rejection_sampler.py"], unnamed.all_terms) == 0
+
+
+def test_a_file_named_by_the_query_in_another_form(retriever: Retriever) -> None:
+    index = retriever.index
+    stage = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+    text = "rejection sampling"  # `sampl` and `reject` spell `rejection_sampler` only as prefixes
+    ranked = retriever.lexical.search(text, 20)
+    rows = stage.features(analyse(text, index.bm25), ranked)
+    by_path = {index.chunks.paths[index.chunks.file[cid]]: row for (cid, _), row in zip(ranked, rows)}
+    forms, exact = FEATURES.index("name_forms"), FEATURES.index("file_name")
+    module = by_path["repo/vllm/sample/rejection_sampler.py"]
+    assert module[forms] == 1.0 and module[exact] == 0.0
+    assert by_path["repo/tests/sample/test_rejection_sampler.py"][forms] == 0.0  # nothing spells its `test`
+    assert all(len(row) == len(FEATURES) for row in rows)
 
 
 def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:

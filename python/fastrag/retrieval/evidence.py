@@ -316,11 +316,12 @@ class PathWords:
         if not words:
             return 0.0
         parts = self.parts(path)
-        return sum(1 for w in words if _matches(w, parts)) / len(words)
+        return sum(1 for w in words if matches_part(w, parts)) / len(words)
 
 
-def _matches(word: str, parts: Sequence[str] | frozenset[str]) -> bool:
-    """Whether ``word`` equals a part, or one is a prefix of the other, the shorter long enough."""
+def matches_part(word: str, parts: Sequence[str] | frozenset[str]) -> bool:
+    """Whether ``word`` equals one of ``parts``, or one is a prefix of the other, the shorter at least
+    :data:`MIN_PREFIX` long (``cookie`` and ``cookies``, ``rout`` and ``router``)."""
     if word in parts:
         return True
     for part in parts:

@@ -10,7 +10,8 @@ cannot see decides many of the questions it gets wrong:
   bonus of ``name_weight`` × the name's idf relative to the largest idf of the index, so a
   distinctive name counts and ``utils`` hardly does. The question's words count with their
   identifier variants (:func:`fastrag.retrieval.query.identifier_variants`: "DeepSeek model" also
-  spells ``deepseekmodel``).
+  spells ``deepseekmodel``). A second feature asks only that each part of the name be spelt in some
+  form ("routing" names ``Router.php``, "arguments" ``args.go``): a question seldom uses a file's very word.
 
 * **what the chunk defines** — "the shutdown helper in vllm/v1/utils.py", "the default
   ``lora_int_id`` value", "``Gemma3nAttention``'s softmax scale": among chunks that all mention the
@@ -73,6 +74,7 @@ from fastrag.retrieval.evidence import (
     PathWords,
     asked_symbol,
     asks_for_passage,
+    matches_part,
     names_identifier,
     path_kind,
     query_traits,
@@ -90,7 +92,10 @@ GAPS = ("definitions", "path_words", "file_name")
 #: the candidate's *file* among the candidates: the sum of its candidates' first-stage scores
 #: (relative to the best file's sum) and how many candidates it has (log-scaled); last, where the
 #: candidate stands among the others: its place in the first stage's list (log-scaled) and how far its
-#: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best).
+#: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best); last,
+#: whether the query spells every part of the file's name in some form (``name_forms``: "routing" names
+#: ``Router.php``, "arguments" ``args.go``, "certificate verification" ``certs.py``), where ``file_name``
+#: asks for the very words.
 FEATURES = (
     "first_stage",
     "file_name",
@@ -104,6 +109,7 @@ FEATURES = (
     "file_count",
     "rank",
     *(f"{name}_gap" for name in GAPS),
+    "name_forms",
 )
 _GAPPED = tuple(FEATURES.index(name) for name in GAPS)
 _DOC = FEATURES.index("doc_file")
@@ -301,6 +307,7 @@ class Precision:
         names = {f: self._match(f, terms) for f in files}
         words = self._path_words.words(query.text)
         shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
+        forms = {f: self._name_forms(f, words) for f in files}
         kinds = {f: self._kind(f) for f in files}
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
@@ -319,7 +326,10 @@ class Precision:
             row = (score / best, names[f], d, shares[f], *kinds[f], sym)
             rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale, math.log1p(place) / RANK_SCALE))
         tops = [max(row[j] for row in rows) for j in _GAPPED]
-        return [(*row, *(row[j] - top for j, top in zip(_GAPPED, tops))) for row in rows]
+        return [
+            (*row, *(row[j] - top for j, top in zip(_GAPPED, tops)), forms[file_of[cid]])
+            for row, (cid, _) in zip(rows, ranked)
+        ]
 
     @staticmethod
     def columns(rows: Sequence[Sequence[float]], traits: Sequence[float]) -> list[tuple[float, ...]]:
@@ -385,6 +395,12 @@ class Precision:
         """How strongly ``terms`` spell the name of the chunk's file: its idf relative to the
         index's largest idf when every token of the name is among ``terms``, else 0."""
         return self._match(self.file_of[chunk_id], terms)
+
+    def _name_forms(self, file_index: int, words: frozenset[str]) -> float:
+        """1.0 when each token of the file's name meets one of the query's content ``words``
+        (:meth:`PathWords.words`) as :func:`matches_part` has it, else 0.0."""
+        tokens, _ = self._name(file_index)
+        return float(bool(tokens) and bool(words) and all(matches_part(t, words) for t in tokens))
 
     def _match(self, file_index: int, terms: frozenset[str]) -> float:
         tokens, weight = self._name(file_index)
