@@ -223,9 +223,9 @@ def test_the_learned_weights_are_what_reranking_uses(retriever: Retriever, text:
     assert rows[0][0] == 1.0 and all(len(row) == len(precision.FEATURES) for row in rows)
     assert all(len(row) == len(precision.COLUMNS) for row in wide)
     assert all(0 <= row[0] <= 1 and 0 <= row[1] <= 1 and row[2] >= 0 for row in rows)
-    gaps = len(precision.GAPS)
-    assert all(0 <= x <= 1 for row in rows for x in row[3:-gaps])
-    assert all(x <= 0 for row in rows for x in row[-gaps:])
+    gaps = {precision.FEATURES.index(f"{name}_gap") for name in precision.GAPS}
+    assert all(0 <= x <= 1 for row in rows for j, x in enumerate(row) if j >= 3 and j not in gaps)
+    assert all(row[j] <= 0 for row in rows for j in gaps)
 
 
 def test_place_and_gap_features_say_where_a_candidate_stands_among_the_others(retriever: Retriever) -> None:
