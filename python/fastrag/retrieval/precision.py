@@ -11,7 +11,7 @@ cannot see decides many of the questions it gets wrong:
   distinctive name counts and ``utils`` hardly does. The question's words count with their
   identifier variants (:func:`fastrag.retrieval.query.identifier_variants`: "DeepSeek model" also
   spells ``deepseekmodel``). A second feature asks only that each part of the name be spelt in some
-  form ("routing" names ``Router.php``, "arguments" ``args.go``): a question seldom uses a file's very word.
+  form ("routing" names ``Router.php``, "authentication" ``auth.py``): a question seldom uses a file's very word.
 
 * **what the chunk defines** — "the shutdown helper in vllm/v1/utils.py", "the default
   ``lora_int_id`` value", "``Gemma3nAttention``'s softmax scale": among chunks that all mention the
@@ -94,7 +94,7 @@ GAPS = ("definitions", "path_words", "file_name")
 #: candidate stands among the others: its place in the first stage's list (log-scaled) and how far its
 #: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best); last,
 #: whether the query spells every part of the file's name in some form (``name_forms``: "routing" names
-#: ``Router.php``, "arguments" ``args.go``, "certificate verification" ``certs.py``), where ``file_name``
+#: ``Router.php``, "authentication" ``auth.py``, "certificate verification" ``certs.py``), where ``file_name``
 #: asks for the very words.
 FEATURES = (
     "first_stage",
