@@ -90,7 +90,7 @@ GAPS = ("definitions", "path_words", "file_name")
 #: whether the chunk opens a definition of the name a one-identifier query asks for (graded by how
 #: :func:`~fastrag.retrieval.symbols.find_definitions` ranks that definition); then two features of
 #: the candidate's *file* among the candidates: the sum of its candidates' first-stage scores
-#: (relative to the best file's sum) and how many candidates it has (log-scaled); last, where the
+#: (relative to the best file's sum) and how many candidates it has (log-scaled); then where the
 #: candidate stands among the others: its place in the first stage's list (log-scaled) and how far its
 #: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best); last,
 #: whether the query spells every part of the file's name in some form (``name_forms``: "routing" names
