@@ -113,6 +113,8 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("where’s HTTPAdapter", "HTTPAdapter"),
         ("ZodType - how does it work?", "ZodType"),
         ("ZodType — where is it?", "ZodType"),
+        ("where can I find ZodType", "ZodType"),
+        ("Where do I look for HTTPAdapter?", "HTTPAdapter"),
     ):
         assert asked_symbol(text) == name, text
     for text in (
