@@ -115,6 +115,10 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("ZodType — where is it?", "ZodType"),
         ("where can I find ZodType", "ZodType"),
         ("Where do I look for HTTPAdapter?", "HTTPAdapter"),
+        ("why is Depends needed", "Depends"),
+        ("who calls ZodType", "ZodType"),
+        ("purpose of HTTPAdapter", "HTTPAdapter"),
+        ("ZodType behaviour", "ZodType"),
     ):
         assert asked_symbol(text) == name, text
     for text in (

@@ -120,9 +120,13 @@ _CODE_KINDS = r"files?|modules?|class(?:es)?|functions?|methods?|packages?"
 #: The stems of the words that ask for a definition: "defined", "definition", "declared".
 _DEFINES = r"defin|declar"
 #: Words that say what is wanted of a thing rather than which thing: that it exists, where it happens, how it is
-#: used, done or built inside, shown, seen, found or explained ("why does ZodType exist", "where does Router happen",
-#: "Depends usage", "Serializer internals", "show HTTPAdapter", "how is ZodError done", "where can I find ZodType").
-_ANSWER_KINDS = r"exists?|happen(?:s|ed|ing)?|done|internals?|usages?|show|see|find|search|look|need|explain(?:s|ed)?"
+#: used, done or built inside, shown, seen, found, explained or called, its purpose or behaviour ("why does ZodType
+#: exist", "where does Router happen", "Depends usage", "Serializer internals", "show HTTPAdapter", "how is ZodError
+#: done", "where can I find ZodType", "why is Depends needed", "who calls Depends", "purpose of ZodType").
+_ANSWER_KINDS = (
+    r"exists?|happen(?:s|ed|ing)?|done|internals?|usages?|show|see|find|search|look|need(?:ed)?|explain(?:s|ed)?"
+    r"|calls|called|purpose|behaviou?r"
+)
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
 #: "which module contains", "where is it defined", "the code for", "how is it implemented", "where are they handled",
 #: "what is responsible for it", "the ZodType type", "the Serializer trait".
