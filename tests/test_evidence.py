@@ -12,6 +12,7 @@ from fastrag.retrieval.evidence import (
     asks_for_passage,
     asks_location,
     is_symbol_query,
+    lead_phrase,
     matches_part,
     names_identifier,
     path_kind,
@@ -198,6 +199,24 @@ def test_a_word_meets_a_part_of_a_name_in_another_form() -> None:
     for word, part in (("log", "logger"), ("route", "rout2"), ("args", "argument")):
         assert not matches_part(word, frozenset({part})), (word, part)  # too short a prefix, or no prefix
     assert not matches_part("router", frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "lead"),
+    [
+        ("queue connection resolution and connectors", ["queue", "connection", "resolution"]),
+        ("Mutex and Semaphore for coroutine synchronization", ["Mutex"]),
+        ("Where is the code for request logging middleware?", ["request", "logging", "middleware"]),
+        ("How does dependency injection work?", ["dependency", "injection"]),
+        ("how the async HTTP client session works", ["async", "HTTP", "client", "session"]),
+        ("what's the default `max_num_seqs` of the scheduler", ["default", "max_num_seqs"]),
+        ("ZodType", ["ZodType"]),
+        ("where is it", []),
+        ("", []),
+    ],
+)
+def test_the_first_phrase_a_query_is_about(text: str, lead: list[str]) -> None:
+    assert lead_phrase(text) == lead
 
 
 def test_spread_files_demotes_a_files_further_spans() -> None:

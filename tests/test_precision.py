@@ -249,6 +249,25 @@ def test_a_file_named_by_the_query_in_another_form(retriever: Retriever) -> None
     assert all(len(row) == len(FEATURES) for row in rows)
 
 
+def test_a_file_named_by_the_first_phrase_of_the_query(retriever: Retriever) -> None:
+    index = retriever.index
+    stage = Precision(index.bm25, index.chunks.paths, index.chunks.file)
+    lead, whole, forms = FEATURES.index("lead_name"), FEATURES.index("lead_whole"), FEATURES.index("name_forms")
+    module = "repo/vllm/sample/rejection_sampler.py"
+
+    def rows_of(text: str) -> dict[str, tuple[float, ...]]:
+        ranked = retriever.lexical.search(text, 50)
+        rows = stage.features(analyse(text, index.bm25), ranked)
+        return {index.chunks.paths[index.chunks.file[cid]]: row for (cid, _), row in zip(ranked, rows)}
+
+    first = rows_of("rejection sampling of draft probs")  # the phrase it opens with names the module
+    assert first[module][lead] == first[module][whole] == 1.0
+    tests = first["repo/tests/sample/test_rejection_sampler.py"]
+    assert tests[lead] == 1.0 and tests[whole] == 0.0  # its `test` is not in the phrase
+    later = rows_of("draft probs in rejection sampling")  # the same words, the module named only later
+    assert later[module][lead] == later[module][whole] == 0.0 and later[module][forms] == 1.0
+
+
 def test_rerank_keeps_every_candidate_and_sorts(retriever: Retriever) -> None:
     index = retriever.index
     stage = Precision(index.bm25, index.chunks.paths, index.chunks.file)

@@ -42,6 +42,7 @@ __all__ = [
     "asks_for_passage",
     "asks_location",
     "is_symbol_query",
+    "lead_phrase",
     "names_identifier",
     "path_kind",
     "query_traits",
@@ -249,20 +250,46 @@ def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier
     put; "how does generation work" asks about a concept, and "ZodType parse" about more than the name."""
     if is_symbol_query(text):
         return text.strip()
-    words = [_CONTRACTION.sub("", w.strip(_AROUND_WORD)) for w in text.split()]
-    content = [
-        w
-        for w in words
-        if _NAME_CHARACTER.search(w)
-        and not (len(w) < 3 and w.isalpha())
-        and w.lower() not in _STOPWORDS
-        and not _ABOUT_DEFINITION.fullmatch(w)
-        and not _ASKING_WORDS.fullmatch(w)
-    ]
+    content = [w for w in _words(text) if not _own_word(w)]
     if len(content) != 1 or not is_symbol_query(content[0]):
         return None
     name = content[0]
     return name if name[0].isupper() or names_code(name) or _ASKS_DEFINITION.search(text) else None
+
+
+def lead_phrase(text: str) -> list[str]:
+    """The words of the first phrase ``text`` is about: from its first word beyond a question's own
+    (:func:`_own_word`) up to the next function or asking word. "queue connection resolution and connectors" is
+    about the queue's connection resolution, "Mutex and Semaphore for coroutine synchronization" about `Mutex`,
+    "Where is the code for request logging middleware?" about request logging middleware: the file a query is
+    about is named there more often than by its later words, which say what it does or what it works with."""
+    words = _words(text)
+    start = next((i for i, w in enumerate(words) if not _own_word(w)), len(words))
+    lead: list[str] = []
+    for word in words[start:]:
+        if word.lower() in _STOPWORDS or _ASKING_WORDS.fullmatch(word):
+            break
+        lead.append(word)
+    return lead
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` without the marks around them (quotes, brackets, sentence marks, a possessive or
+    contracted ending); marks alone, such as a dash, are left out."""
+    words = (_CONTRACTION.sub("", w.strip(_AROUND_WORD)) for w in text.split())
+    return [w for w in words if _NAME_CHARACTER.search(w)]
+
+
+def _own_word(word: str) -> bool:
+    """Whether ``word`` is one of a question's own words rather than what it asks about: a stopword, a word under
+    three letters, a word about definitions (``defined``, ``implemented``, ``class``) or one of asking (``does``,
+    ``you``)."""
+    return (
+        (len(word) < 3 and word.isalpha())
+        or word.lower() in _STOPWORDS
+        or bool(_ABOUT_DEFINITION.fullmatch(word))
+        or bool(_ASKING_WORDS.fullmatch(word))
+    )
 
 
 def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bool] = names_identifier) -> bool:

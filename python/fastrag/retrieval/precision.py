@@ -74,6 +74,7 @@ from fastrag.retrieval.evidence import (
     PathWords,
     asked_symbol,
     asks_for_passage,
+    lead_phrase,
     matches_part,
     names_identifier,
     path_kind,
@@ -95,7 +96,10 @@ GAPS = ("definitions", "path_words", "file_name")
 #: definitions, path-words and file-name evidence lie below the best candidate's (0 for the best); last,
 #: whether the query spells every part of the file's name in some form (``name_forms``: "routing" names
 #: ``Router.php``, "authentication" ``auth.py``, "certificate verification" ``certs.py``), where ``file_name``
-#: asks for the very words.
+#: asks for the very words; and whether the first phrase the query is about names a part of the file's name
+#: in such a form (``lead_name``, :func:`~fastrag.retrieval.evidence.lead_phrase`: "Mutex and Semaphore for
+#: coroutine synchronization" names ``Mutex.kt``, not ``Semaphore.kt``), or every part of it (``lead_whole``:
+#: "retry middleware and exponential backoff" names ``RetryMiddleware.php`` whole, ``Middleware.php`` too).
 FEATURES = (
     "first_stage",
     "file_name",
@@ -110,6 +114,8 @@ FEATURES = (
     "rank",
     *(f"{name}_gap" for name in GAPS),
     "name_forms",
+    "lead_name",
+    "lead_whole",
 )
 _GAPPED = tuple(FEATURES.index(name) for name in GAPS)
 _DOC = FEATURES.index("doc_file")
@@ -308,6 +314,8 @@ class Precision:
         words = self._path_words.words(query.text)
         shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
         forms = {f: self._name_forms(f, words) for f in files}
+        lead = frozenset(self.scorer.tokenize(" ".join(lead_phrase(query.text))))
+        leads = {f: self._lead_name(f, lead) for f in files}
         kinds = {f: self._kind(f) for f in files}
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
@@ -327,7 +335,7 @@ class Precision:
             rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale, math.log1p(place) / RANK_SCALE))
         tops = [max(row[j] for row in rows) for j in _GAPPED]
         return [
-            (*row, *(row[j] - top for j, top in zip(_GAPPED, tops)), forms[file_of[cid]])
+            (*row, *(row[j] - top for j, top in zip(_GAPPED, tops)), forms[file_of[cid]], *leads[file_of[cid]])
             for row, (cid, _) in zip(rows, ranked)
         ]
 
@@ -401,6 +409,13 @@ class Precision:
         (:meth:`PathWords.words`) as :func:`matches_part` has it, else 0.0."""
         tokens, _ = self._name(file_index)
         return float(bool(tokens) and bool(words) and all(matches_part(t, words) for t in tokens))
+
+    def _lead_name(self, file_index: int, lead: frozenset[str]) -> tuple[float, float]:
+        """Whether one token of the file's name, and whether every one, meets one of the ``lead`` phrase's terms
+        as :func:`matches_part` has it: 1.0 or 0.0 each."""
+        tokens, _ = self._name(file_index)
+        met = [matches_part(t, lead) for t in tokens]
+        return float(any(met)), float(bool(met) and all(met))
 
     def _match(self, file_index: int, terms: frozenset[str]) -> float:
         tokens, weight = self._name(file_index)
