@@ -313,9 +313,9 @@ class Precision:
         names = {f: self._match(f, terms) for f in files}
         words = self._path_words.words(query.text)
         shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
-        forms = {f: self._name_forms(f, words) for f in files}
+        forms = {f: self._name_met(f, words)[1] for f in files}
         lead = frozenset(self.scorer.tokenize(" ".join(lead_phrase(query.text))))
-        leads = {f: self._lead_name(f, lead) for f in files}
+        leads = {f: self._name_met(f, lead) for f in files}
         kinds = {f: self._kind(f) for f in files}
         ids = [cid for cid, _ in ranked]
         defined = self.defined(query, ids)
@@ -404,17 +404,12 @@ class Precision:
         index's largest idf when every token of the name is among ``terms``, else 0."""
         return self._match(self.file_of[chunk_id], terms)
 
-    def _name_forms(self, file_index: int, words: frozenset[str]) -> float:
-        """1.0 when each token of the file's name meets one of the query's content ``words``
-        (:meth:`PathWords.words`) as :func:`matches_part` has it, else 0.0."""
+    def _name_met(self, file_index: int, words: frozenset[str]) -> tuple[float, float]:
+        """Whether one token of the file's name, and whether every one, meets one of ``words`` as
+        :func:`matches_part` has it: 1.0 or 0.0 each (``name_forms`` is the second for the query's content
+        words, :meth:`PathWords.words`; ``lead_name`` and ``lead_whole`` are both for its lead phrase)."""
         tokens, _ = self._name(file_index)
-        return float(bool(tokens) and bool(words) and all(matches_part(t, words) for t in tokens))
-
-    def _lead_name(self, file_index: int, lead: frozenset[str]) -> tuple[float, float]:
-        """Whether one token of the file's name, and whether every one, meets one of the ``lead`` phrase's terms
-        as :func:`matches_part` has it: 1.0 or 0.0 each."""
-        tokens, _ = self._name(file_index)
-        met = [matches_part(t, lead) for t in tokens]
+        met = [matches_part(t, words) for t in tokens]
         return float(any(met)), float(bool(met) and all(met))
 
     def _match(self, file_index: int, terms: frozenset[str]) -> float:
