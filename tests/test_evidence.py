@@ -120,6 +120,20 @@ def test_a_question_about_one_name_asks_for_that_name() -> None:
         ("who calls ZodType", "ZodType"),
         ("purpose of HTTPAdapter", "HTTPAdapter"),
         ("ZodType behaviour", "ZodType"),
+        # the words that frame a question: what the one asking means to do, the code base and its places
+        ("Which part of the codebase handles ZodType?", "ZodType"),
+        ("What component is responsible for HTTPAdapter", "HTTPAdapter"),
+        ("Where in the repo is Depends", "Depends"),
+        ("which files are involved in ZodType", "ZodType"),
+        ("how do I change ZodType", "ZodType"),
+        ("To fix a bug in ZodType, which file do I open?", "ZodType"),
+        ("how would I go about changing HTTPAdapter", "HTTPAdapter"),
+        ("how is ZodType done here", "ZodType"),
+        ("is HTTPAdapter implemented anywhere?", "HTTPAdapter"),
+        ("where can ZodType be found", "ZodType"),
+        ("which module has the main logic for ZodType?", "ZodType"),
+        ("the core implementation of HTTPAdapter", "HTTPAdapter"),
+        ("can't find ZodType anywhere, where is it", "ZodType"),
     ):
         assert asked_symbol(text) == name, text
     for text in (
@@ -211,6 +225,16 @@ def test_a_word_meets_a_part_of_a_name_in_another_form() -> None:
         ("how the async HTTP client session works", ["async", "HTTP", "client", "session"]),
         ("what's the default `max_num_seqs` of the scheduler", ["default", "max_num_seqs"]),
         ("ZodType", ["ZodType"]),
+        ("Which part of the codebase handles request logging middleware?", ["request", "logging", "middleware"]),
+        ("What component is responsible for queue connection resolution", ["queue", "connection", "resolution"]),
+        ("how can I change the background color of images", ["background", "color"]),
+        ("Which source file contains the core implementation of request logging?", ["request", "logging"]),
+        ("grep for request logging and show me the relevant definitions", ["request", "logging"]),
+        # a frame word where the query's subject starts is part of it
+        ("how change detection works", ["change", "detection"]),
+        ("help text generation and usage", ["help", "text", "generation"]),
+        ("How does update and delete statement building work", ["update"]),
+        ("how Component lifecycle hooks run", ["Component", "lifecycle", "hooks", "run"]),
         ("where is it", []),
         ("", []),
     ],

@@ -69,12 +69,12 @@ STAGES: list[tuple[str, list[str]]] = [
     (
         "retrieval",
         [
+            "fastrag.retrieval.evidence",
             "fastrag.retrieval.query",
             "fastrag.retrieval.filters",
             "fastrag.retrieval.lexical",
             "fastrag.retrieval.fusion",
             "fastrag.retrieval.batching",
-            "fastrag.retrieval.evidence",
             "fastrag.retrieval.symbols",
             "fastrag.retrieval.precision",
             "fastrag.retrieval.retriever",

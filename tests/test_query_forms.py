@@ -3,8 +3,8 @@
 Every question of the vLLM sets at hand and every query of the benchmark repositories is searched as
 written, without its ``?``, with one appended, with it replaced by ``.`` (and ``!``, ``,``), quoted and in
 backticks: the first ten results must be the same spans in the same order. Asked for in a request ("can you
-find …", "show me …", "I'm looking for …", "explain …", "help me understand …"), a query is searched as the
-words it asks for.
+find …", "show me …", "I'm looking for …", "explain …", "help me understand …", "I want to modify …"), a query is
+searched as the words it asks for.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from conftest import DATASETS, ROOT, SHARED, shared_path
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.query import request_subject
+from fastrag.retrieval.query import request_subject, with_apostrophes
 from fastrag.retrieval.retriever import Retriever, clean_query
 
 XREPO = SHARED / "xrepo"
@@ -79,6 +79,13 @@ def requests(query: str) -> list[str]:
         f"Is there anything about {bare} in here?",
         f"need help with {bare}",
         f"Looking into {bare}",
+        f"I want to modify {bare}",
+        f"we have to fix {bare}",
+        f"I'm trying to understand {bare}",
+        f"Can you help me with {bare}?",
+        f"help me debug {bare}",
+        f"Any pointers on {bare}?",
+        f"Point me to the code that handles {bare}",
     ]
 
 
@@ -103,6 +110,10 @@ def test_a_request_is_searched_as_what_it_asks_for() -> None:
     assert request_subject("any idea where retries are configured") == "where retries are configured"
     assert request_subject("do you know where the router lives") == "where the router lives"
     assert request_subject("the implementation of retries") == request_subject("code for retries") == "retries"
+    assert request_subject("I want to modify the retry policy") == request_subject("tips on retry policy")
+    assert request_subject("we're trying to debug the session store") == "session store"
+    assert request_subject("onboarding question: how do I enable LoRA") == "how do I enable LoRA"
+    assert request_subject("Task: find the session store") == "session store"
     # a question's own words, a name and a subject that only starts with such a word stay as they are
     for kept in (
         "How do I load a LoRA adapter",
@@ -143,6 +154,20 @@ def test_every_query_asked_for_in_a_request_is_searched_as_written() -> None:
     for query in queries:
         for asked in requests(query):
             assert clean_query(asked) == clean_query(query), (query, asked)
+
+
+def test_a_contraction_typed_without_its_apostrophe_is_read_with_it() -> None:
+    assert with_apostrophes("whats the main file for retries") == "what's the main file for retries"
+    assert (
+        with_apostrophes("im lost, it doesnt work and I cant find it")
+        == "i'm lost, it doesn't work and I can't find it"
+    )
+    assert with_apostrophes("Wheres ZodType") == "Where's ZodType"
+    for kept in ("its parse method", "items", "thats_it", "whatsapp client", "component", "ids"):
+        assert with_apostrophes(kept) == kept
+    assert clean_query("wheres the code thats responsible for retries?") == clean_query(
+        "where's the code that's responsible for retries"
+    )
 
 
 def test_clean_query_drops_only_the_marks_around_the_query() -> None:

@@ -29,6 +29,7 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from fastrag.indexing.languages import BUILD_NAMES, BUILD_SUFFIXES, BY_NAME
 
@@ -46,6 +47,7 @@ __all__ = [
     "names_identifier",
     "path_kind",
     "query_traits",
+    "subject_text",
     "symbol_name",
 ]
 
@@ -123,9 +125,10 @@ _DEFINES = r"defin|declar"
 #: Words that say what is wanted of a thing rather than which thing: that it exists, where it happens, how it is
 #: used, done or built inside, shown, seen, found, explained or called, its purpose or behaviour ("why does ZodType
 #: exist", "where does Router happen", "Depends usage", "Serializer internals", "show HTTPAdapter", "how is ZodError
-#: done", "where can I find ZodType", "why is Depends needed", "who calls Depends", "purpose of ZodType").
+#: done", "where can I find ZodType", "where can ZodType be found", "why is Depends needed", "who calls Depends",
+#: "purpose of ZodType").
 _ANSWER_KINDS = (
-    r"exists?|happen(?:s|ed|ing)?|done|internals?|usages?|show|see|find|search|look|need(?:ed)?|explain(?:s|ed)?"
+    r"exists?|happen(?:s|ed|ing)?|done|internals?|usages?|show|see|find|found|search|look|need(?:ed)?|explain(?:s|ed)?"
     r"|calls|called|purpose|behaviou?r"
 )
 #: Words a question about a named thing uses for where and how it is written, beyond :data:`_STOPWORDS`:
@@ -184,9 +187,40 @@ def symbol_name(text: str) -> str:
 
 
 _AUXILIARY = r"(?:is|are|was|were|do|does|did|can|could|should|would|will|shall|may|might|must|has|have|had)"
-#: The auxiliaries and pronouns a question is put with beyond :data:`_STOPWORDS` ("Could you explain ZodType",
-#: "should we use Depends"): no more a part of what it asks about than "is" or "the".
-_ASKING_WORDS = re.compile(rf"{_AUXILIARY}|you|your|yours|our|ours|us|they|them|their", re.IGNORECASE)
+#: The auxiliaries (also with "not": "can't", "doesn't") and pronouns a question is put with beyond
+#: :data:`_STOPWORDS` ("Could you explain ZodType", "should we use Depends"): no more a part of what it asks about
+#: than "is" or "the".
+_ASKING_WORDS = re.compile(rf"{_AUXILIARY}|\w+n['’]t|you|your|yours|our|ours|us|they|them|their", re.IGNORECASE)
+#: Words that frame a question rather than say what it is about, beyond :func:`_own_word`: what the one asking
+#: means to do ("I want to modify", "how do I change", "can you help") and the code base and its places ("which
+#: part of the codebase", "what component is responsible", "the code that handles"). A verb frames only after the
+#: one asking ("I", "you", "to", another such verb), or first before "me", "to", "for" (:data:`_PARTICLE`); a place
+#: only before a question's own word or another frame word, and at the end only the few that never name a thing
+#: (:data:`_FRAME_END`). "how change detection works" is about change detection, "how Component lifecycle hooks
+#: run" about Component, and "engine configuration and load paths" about load paths.
+_FRAME_VERB = re.compile(
+    r"(?:want|need|like|try|help|point|look|search|see|find|locate|show|tell|explain|describe|understand|know"
+    r"|learn|read|open|modify|chang|edit|fix|updat|extend|debug|tweak|adjust|touch|figure|check|refactor|review"
+    r"|add|grep|dig|appreciat|start)(?:s|es|e|ed|d|ing)?|tried",
+    re.IGNORECASE,
+)
+_FRAME_PLACE = re.compile(
+    r"parts?|pieces?|areas?|places?|spots?|bits?|components?|codebase|repos?|repository|project|pointers|tips"
+    r"|hints|stuff|things?|involved|relevant|related|exactly|here|there|anywhere|somewhere|currently|actually"
+    r"|deals?|dealing|that|about|bugs?|issues?|problems?|paths?|first|just|fine|new|most|best|something|anything"
+    r"|everything|else|main|core|logic|entry",
+    re.IGNORECASE,
+)
+_FRAME_END = re.compile(
+    r"here|there|anywhere|somewhere|currently|actually|exactly|first|just|fine|else|stuff|things?|codebase|repos?"
+    r"|repository|project|relevant|related|new|most|across|throughout|within",
+    re.IGNORECASE,
+)
+#: The one asking, and "to": the words a verb follows when it says what they mean to do ("do I change", "how to
+#: fix"; "how does update work" is about an update).
+_ASKER = re.compile(r"to|i|me|my|we|us|our|you|your|u", re.IGNORECASE)
+#: What a verb that opens a request is followed by: "help me", "trying to", "grep for", "dig up", "look at".
+_PARTICLE = re.compile(r"me|us|to|for|up|out|at|into|through", re.IGNORECASE)
 #: A query put as a direct question, by its words alone: an auxiliary first (``does X support Y``),
 #: a question word that stands for what is asked (``what``, ``which``, ``who``), ``how``, ``where``,
 #: ``why`` or ``when`` followed by an auxiliary or a quantity (``how do I``, ``how many``, ``where in``),
@@ -250,7 +284,7 @@ def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier
     put; "how does generation work" asks about a concept, and "ZodType parse" about more than the name."""
     if is_symbol_query(text):
         return text.strip()
-    content = [w for w in _words(text) if not _own_word(w)]
+    content = [w for w in _subject(text) if not _own_word(w)]
     if len(content) != 1 or not is_symbol_query(content[0]):
         return None
     name = content[0]
@@ -263,7 +297,7 @@ def lead_phrase(text: str) -> list[str]:
     about the queue's connection resolution, "Mutex and Semaphore for coroutine synchronization" about `Mutex`,
     "Where is the code for request logging middleware?" about request logging middleware: the file a query is
     about is named there more often than by its later words, which say what it does or what it works with."""
-    words = _words(text)
+    words = _subject(text)
     start = next((i for i, w in enumerate(words) if not _own_word(w)), len(words))
     lead: list[str] = []
     for word in words[start:]:
@@ -278,6 +312,59 @@ def _words(text: str) -> list[str]:
     contracted ending); marks alone, such as a dash, are left out."""
     words = (_CONTRACTION.sub("", w.strip(_AROUND_WORD)) for w in text.split())
     return [w for w in words if _NAME_CHARACTER.search(w)]
+
+
+@lru_cache(maxsize=256)
+def subject_text(text: str) -> str:
+    """``text`` without the words that frame it (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`): "Which part of the
+    codebase handles retries" → "Which of the handles retries"; the rest as typed. Every stage that reads a query
+    asks for it, so the last few are kept."""
+    tokens = text.split()
+    words = [_CONTRACTION.sub("", t.strip(_AROUND_WORD)) for t in tokens]
+    named = [i for i, w in enumerate(words) if _NAME_CHARACTER.search(w)]
+    framed = {named[i] for i in _frame([words[i] for i in named])}
+    return " ".join(t for i, t in enumerate(tokens) if i not in framed) if framed else text
+
+
+@lru_cache(maxsize=256)
+def _subject(text: str) -> tuple[str, ...]:
+    """The words of ``text`` (:func:`_words`) without the ones that frame the question (:func:`_frame`)."""
+    words = _words(text)
+    framed = _frame(words)
+    return tuple(w for i, w in enumerate(words) if i not in framed)
+
+
+def _frame(words: Sequence[str]) -> set[int]:
+    """The places of the frame words (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`) among the question's own words
+    it opens with, before the first word it is about, and among those it ends with ("which file do I open", "how
+    is it done here", "the retry stuff")."""
+    framed: set[int] = set()
+
+    def verb(i: int, after: str) -> bool:
+        before = words[i - 1] if i else ""
+        return _FRAME_VERB.fullmatch(words[i]) is not None and (
+            _ASKER.fullmatch(before) is not None
+            or i - 1 in framed
+            or (not i and _PARTICLE.fullmatch(after) is not None)
+        )
+
+    def place(word: str, after: str) -> bool:
+        return _FRAME_PLACE.fullmatch(word) is not None and (
+            _own_word(after) or _FRAME_PLACE.fullmatch(after) is not None or _FRAME_VERB.fullmatch(after) is not None
+        )
+
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if not _own_word(word):
+            if not (verb(i, after) or place(word, after)):
+                break
+            framed.add(i)
+    for i in range(len(words) - 1, -1, -1):
+        if not _own_word(words[i]):
+            if not (verb(i, "") or _FRAME_END.fullmatch(words[i])):
+                break
+            framed.add(i)
+    return framed
 
 
 def _own_word(word: str) -> bool:
@@ -329,7 +416,7 @@ class PathWords:
 
     def words(self, text: str) -> frozenset[str]:
         """The index terms of the question's content words (no stopwords, at least 3 letters)."""
-        kept = " ".join(w for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in _STOPWORDS)
+        kept = " ".join(w for w in _WORD.findall(subject_text(text)) if len(w) > 2 and w.lower() not in _STOPWORDS)
         return frozenset(self.tokenize(kept)) if kept else frozenset()
 
     def parts(self, path: str) -> frozenset[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastrag import _core
+from fastrag.retrieval.evidence import subject_text
 from fastrag.retrieval.query import glued_parts
 
 
@@ -29,6 +30,8 @@ class LexicalSearcher:
         return [list(zip(ids, scores)) for ids, scores in self.bm25.search_batch(searched, depth, allowed)]
 
     def searched(self, query: str) -> str:
-        """``query`` with the parts of its glued words appended."""
-        parts = glued_parts(query, self.bm25)
-        return f"{query} {' '.join(parts)}" if parts else query
+        """``query`` without the words that frame it (:func:`~fastrag.retrieval.evidence.subject_text`), with
+        the parts of its glued words appended."""
+        subject = subject_text(query)
+        parts = glued_parts(subject, self.bm25)
+        return f"{subject} {' '.join(parts)}" if parts else subject

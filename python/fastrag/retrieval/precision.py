@@ -351,7 +351,7 @@ class Precision:
         of the definitions index (0 for all without one)."""
         if self.definitions is None or not query.text:
             return [0.0] * len(chunk_ids)
-        text = " ".join((query.text, *query.variants))
+        text = " ".join((query.subject, *query.variants))
         top = self._max_definition_idf
         return [score / top for score in self.definitions.score_docs(text, chunk_ids)]
 

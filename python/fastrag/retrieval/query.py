@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from fastrag.retrieval.evidence import subject_text
+
 #: Longest run of adjacent words joined into one identifier.
 MAX_JOINED_WORDS = 3
 #: Shortest part, and longest word, of a glued word split into index terms (:func:`glued_parts`).
@@ -54,22 +56,33 @@ _ARTICLE = r"(?:(?:the|a|an|all|any|some)\s+)?"
 _THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|methods?|files?|helpers?|utilit(?:y|ies))"
 #: Words that greet before a request or a question: "hey", "please", "ok".
 _GREETING = r"(?:hey|hi|hello|ok|okay|so|please)"
-#: A label or a greeting before the question itself: "Quick question:", "Q:", "hey,", "hi there,".
+#: A label or a greeting before the question itself: "Quick question:", "Q:", "onboarding question:", "Task:", "hey,",
+#: "hi there,".
 _LABEL = (
-    r"(?:(?:(?:a\s+)?(?:quick|short|simple)\s+)?(?:(?:question|q)\s*:|question\s+[-–—])\s*)?"
+    r"(?:(?:(?:a\s+)?[\w-]+\s+)?(?:(?:question|q|one|task|request)\s*:|question\s+[-–—])\s*)?"
     rf"(?:{_GREETING}(?:\s+there)?\s*,\s*)?"
 )
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
+#: Saying what one means to do to it: "I want to modify", "we have to fix", "I'm trying to debug".
+_CHANGE = r"(?:modify|change|edit|fix|update|extend|debug|tweak|adjust|refactor|patch|touch|improve|work\s+on)"
+#: What a person is after: to find it, see it, learn about it or change it.
+_INTENT = rf"(?:{_VERB}|see|{_LEARN}|{_CHANGE})"
+#: Someone stating what they are after: "I want to", "we need to", "I'm trying to", "I have to", "I'd like to".
+_WANTING = r"(?:(?:i|we)(?:\s+(?:want|need|have|would\s+like)|'d\s+like)|(?:i'?m|i\s+am|we'?re|we\s+are)\s+trying)"
+#: Asking for help with it: "help me understand", "help me fix", "help me with".
+_HELP = rf"help\s+me\s+(?:{_INTENT}|with)"
 _REQUEST = re.compile(
     rf"^\s*{_LABEL}(?:(?:{_GREETING}[\s,]+)?(?:"
     r"(?:give\s+me\s+)?(?:an?\s+)?overview\s+of|"
     rf"(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+)?"
-    rf"(?:help\s+me\s+(?:{_LEARN}|{_VERB})|{_VERB}(?:\s+me)?|tell\s+me(?:\s+more)?(?:\s+about)?)"
-    rf"|(?:i|we)(?:\s+(?:want|need|would\s+like)|'d\s+like)\s+(?:to\s+)?(?:{_VERB}|see|{_LEARN})"
+    rf"(?:{_HELP}|{_VERB}(?:\s+me)?|tell\s+me(?:\s+more)?(?:\s+about)?)"
+    rf"|{_WANTING}\s+(?:to\s+)?{_INTENT}"
     r"|(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+)?(?:(?:looking|searching)\s+for|looking\s+(?:into|at))"
     r"|(?:(?:i|we)\s+)?need\s+help\s+(?:with|on|understanding)"
-    rf"|help\s+me\s+(?:{_LEARN}|{_VERB})"
+    rf"|{_HELP}"
+    r"|(?:any\s+)?(?:pointers|tips|hints|advice|ideas)\s+(?:on|for|about|regarding)"
+    r"|point\s+me\s+(?:to|at|towards)"
     rf"|(?:{_VERB}|tell)\s+me(?:\s+more)?(?:\s+about)?"
     r"|(?:any\s+idea|do\s+you\s+know|does\s+anyone\s+know)"
     r"|(?:explain|describe)(?:\s+to\s+me)?"
@@ -106,19 +119,40 @@ class Vocabulary(Protocol):
 class Query:
     """A question as the retrieval stages see it.
 
-    ``text``: the question itself (empty for a blank question). ``terms``: its distinct index
-    terms. ``variants``: index terms of joined identifier spellings the question does not
-    contain verbatim (see :func:`identifier_variants`).
+    ``text``: the question itself (empty for a blank question). ``terms``: the distinct index terms of its
+    ``subject``, the question without the words that frame it
+    (:func:`~fastrag.retrieval.evidence.subject_text`). ``variants``: index terms of joined identifier spellings
+    the subject does not contain verbatim (see :func:`identifier_variants`).
     """
 
     text: str
     terms: frozenset[str]
     variants: tuple[str, ...]
+    subject: str = ""
 
     @property
     def all_terms(self) -> frozenset[str]:
         """The question's terms and its identifier variants."""
         return self.terms | frozenset(self.variants)
+
+
+#: Contractions typed without their apostrophe: "whats", "wheres", "im", "doesnt".
+_BARE_CONTRACTION = re.compile(
+    r"\b(?:(what|where|that|how|who|there)(s)|(i)(m|ve)"
+    r"|(do|does|did|is|are|was|were|ca|wo|should|could|would|have|has|had)(nt))\b",
+    re.IGNORECASE,
+)
+
+
+def with_apostrophes(text: str) -> str:
+    """``text`` with its contractions typed without an apostrophe given one ("whats" → "what's", "im" → "i'm",
+    "doesnt" → "doesn't"), as the rules that read a question's own words spell them."""
+
+    def spelled(found: re.Match[str]) -> str:
+        word, ending = (part for part in found.groups() if part is not None)
+        return f"{word}{ending[0]}'{ending[1]}" if ending.lower() == "nt" else f"{word}'{ending}"
+
+    return _BARE_CONTRACTION.sub(spelled, text)
 
 
 def request_subject(text: str) -> str:
@@ -142,9 +176,10 @@ def analyse(text: str, vocabulary: Vocabulary, variants: bool = True) -> Query:
     """``text`` as a :class:`Query`; a blank text gives an empty query (no terms, no variants)."""
     if not text.strip():
         return Query("", frozenset(), ())
-    terms = frozenset(vocabulary.tokenize(text))
-    joined = tuple(identifier_variants(text, vocabulary, terms)) if variants else ()
-    return Query(text, terms, joined)
+    subject = subject_text(text)
+    terms = frozenset(vocabulary.tokenize(subject))
+    joined = tuple(identifier_variants(subject, vocabulary, terms)) if variants else ()
+    return Query(text, terms, joined, subject)
 
 
 def identifier_variants(text: str, vocabulary: Vocabulary, known: frozenset[str] | None = None) -> list[str]:
