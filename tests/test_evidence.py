@@ -189,6 +189,12 @@ def test_traits_name_tests_and_documentation() -> None:
     assert query_traits("fixtures for the retry tests") == (0.0, 1.0, 0.0)
     assert query_traits("which docs page covers LoRA") == (1.0, 0.0, 1.0)
     assert query_traits("retry policy") == (0.0, 0.0, 0.0)
+    # tests or documentation said not to be wanted are not what the query names
+    assert query_traits("need the source for the retry policy, not the tests") == (0.0, 0.0, 0.0)
+    assert query_traits("retry policy without the tests (no docs)") == (0.0, 0.0, 0.0)
+    assert query_traits("I need the retry code. Tests and docs aren't useful") == (1.0, 0.0, 0.0)
+    assert query_traits("skip the docs: where are the tests for retries") == (1.0, 1.0, 0.0)
+    assert query_traits("the test for retries doesn't pass") == (0.0, 1.0, 0.0)
 
 
 def _tokenize(text: str) -> list[str]:

@@ -393,13 +393,39 @@ def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bo
     return docs_lead > 0.0 or names_code(text)
 
 
+#: Where one clause of a question ends and the next begins: a sentence mark, a comma, a colon, a dash, "but".
+_CLAUSE = re.compile(r"[.;:!?,]\s|\s[-–—]\s|\bbut\b", re.IGNORECASE)
+#: Words before a mention of tests or documentation that say it is not wanted: "not the tests", "no docs",
+#: "without tests", "skip the tests", "rather than the docs".
+_NOT_BEFORE = re.compile(
+    r"\b(?:not|no|without|except|excluding|exclude|ignore|ignoring|skip|skipping|avoid|instead\s+of|rather\s+than"
+    r"|other\s+than)\b",
+    re.IGNORECASE,
+)
+#: Words after one that say so: "tests aren't useful", "docs are not needed", "the tests are irrelevant".
+_NOT_AFTER = re.compile(
+    r"(?:n['’]t|\bnot)\s+(?:\w+\s+)?(?:useful|needed|relevant|helpful|wanted|necessary|important)\b|\birrelevant\b",
+    re.IGNORECASE,
+)
+
+
+def _wants(kind: re.Pattern[str], text: str) -> bool:
+    """Whether ``text`` names ``kind`` (tests, documentation) as what it wants: in a clause that does not say,
+    before the mention or after it, that it is not wanted ("need the source, not the tests")."""
+    for clause in _CLAUSE.split(text):
+        found = kind.search(clause)
+        if found and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end())):
+            return True
+    return False
+
+
 def query_traits(text: str) -> tuple[float, ...]:
     """The :data:`TRAITS` of a query, 1.0 or 0.0 each: asked as a direct question, naming tests,
     naming documentation."""
     return (
         float(asks_directly(text)),
-        float(_NAMES_TESTS.search(text) is not None),
-        float(_NAMES_DOCS.search(text) is not None),
+        float(_wants(_NAMES_TESTS, text)),
+        float(_wants(_NAMES_DOCS, text)),
     )
 
 
