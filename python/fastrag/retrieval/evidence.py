@@ -204,18 +204,17 @@ _FRAME_VERB = re.compile(
     r"|add|grep|dig|appreciat|start)(?:s|es|e|ed|d|ing)?|tried",
     re.IGNORECASE,
 )
-_FRAME_PLACE = re.compile(
-    r"parts?|pieces?|areas?|places?|spots?|bits?|components?|codebase|repos?|repository|project|pointers|tips"
-    r"|hints|stuff|things?|involved|relevant|related|exactly|here|there|anywhere|somewhere|currently|actually"
-    r"|deals?|dealing|that|about|bugs?|issues?|problems?|paths?|first|just|fine|new|most|best|something|anything"
-    r"|everything|else|main|core|logic|entry",
-    re.IGNORECASE,
-)
-_FRAME_END = re.compile(
+#: The places that never name a thing: framing wherever they stand, also after what the question is about.
+_NOWHERE = (
     r"here|there|anywhere|somewhere|currently|actually|exactly|first|just|fine|else|stuff|things?|codebase|repos?"
-    r"|repository|project|relevant|related|new|most|across|throughout|within",
+    r"|repository|project|relevant|related|new|most"
+)
+_FRAME_PLACE = re.compile(
+    rf"{_NOWHERE}|parts?|pieces?|areas?|places?|spots?|bits?|components?|pointers|tips|hints|involved|deals?|dealing"
+    r"|that|about|bugs?|issues?|problems?|paths?|best|something|anything|everything|main|core|logic|entry",
     re.IGNORECASE,
 )
+_FRAME_END = re.compile(rf"{_NOWHERE}|across|throughout|within", re.IGNORECASE)
 #: The one asking, and "to": the words a verb follows when it says what they mean to do ("do I change", "how to
 #: fix"; "how does update work" is about an update).
 _ASKER = re.compile(r"to|i|me|my|we|us|our|you|your|u", re.IGNORECASE)
