@@ -128,7 +128,7 @@ class Query:
     text: str
     terms: frozenset[str]
     variants: tuple[str, ...]
-    subject: str = ""
+    subject: str
 
     @property
     def all_terms(self) -> frozenset[str]:
@@ -175,7 +175,7 @@ def asks_where(text: str) -> bool:
 def analyse(text: str, vocabulary: Vocabulary, variants: bool = True) -> Query:
     """``text`` as a :class:`Query`; a blank text gives an empty query (no terms, no variants)."""
     if not text.strip():
-        return Query("", frozenset(), ())
+        return Query("", frozenset(), (), "")
     subject = subject_text(text)
     terms = frozenset(vocabulary.tokenize(subject))
     joined = tuple(identifier_variants(subject, vocabulary, terms)) if variants else ()
