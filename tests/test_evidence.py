@@ -17,6 +17,7 @@ from fastrag.retrieval.evidence import (
     names_identifier,
     path_kind,
     query_traits,
+    subject_text,
     symbol_name,
 )
 from fastrag.retrieval.retriever import ASKED_SPREAD, NAMED_SPREAD, SPREAD, file_spread, spread_files
@@ -241,6 +242,9 @@ def test_a_word_meets_a_part_of_a_name_in_another_form() -> None:
         ("help text generation and usage", ["help", "text", "generation"]),
         ("How does update and delete statement building work", ["update"]),
         ("how Component lifecycle hooks run", ["Component", "lifecycle", "hooks", "run"]),
+        # frame words alone are what the query says
+        ("here", ["here"]),
+        ("I want to modify", ["want"]),
         ("where is it", []),
         ("", []),
     ],
@@ -332,3 +336,11 @@ def test_file_spread_follows_what_a_question_asks_for() -> None:
     # its punctuation changes nothing
     for text in ("How does dependency injection work", "How does dependency injection work."):
         assert spread(text, code) == ASKED_SPREAD
+
+
+def test_the_words_that_frame_a_question_are_not_its_subject() -> None:
+    assert subject_text("Which part of the codebase handles retries?") == "Which of the handles retries?"
+    assert subject_text("To fix a bug in `retry()`, which file do I open") == "To a in `retry()`, which file do I"
+    assert subject_text("how change detection works") == "how change detection works"
+    assert subject_text("the project") == "the project", "frame words alone are the query"
+    assert subject_text("") == ""

@@ -336,7 +336,7 @@ def _subject(text: str) -> tuple[str, ...]:
 def _frame(words: Sequence[str]) -> set[int]:
     """The places of the frame words (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`) among the question's own words
     it opens with, before the first word it is about, and among those it ends with ("which file do I open", "how
-    is it done here", "the retry stuff")."""
+    is it done here", "the retry stuff"); none when they are all the query says."""
     framed: set[int] = set()
 
     def verb(i: int, after: str) -> bool:
@@ -363,6 +363,8 @@ def _frame(words: Sequence[str]) -> set[int]:
             if not (verb(i, "") or _FRAME_END.fullmatch(words[i])):
                 break
             framed.add(i)
+    if all(i in framed or _own_word(word) for i, word in enumerate(words)):
+        return set()  # nothing left to be about: the words are the query ("here", "the project")
     return framed
 
 
