@@ -441,9 +441,10 @@ class PathWords:
         self.tokenize = tokenize
         self._parts: dict[str, frozenset[str]] = {}
 
-    def words(self, text: str) -> frozenset[str]:
-        """The index terms of the question's content words (no stopwords, at least 3 letters)."""
-        kept = " ".join(w for w in _WORD.findall(subject_text(text)) if len(w) > 2 and w.lower() not in _STOPWORDS)
+    def words(self, subject: str) -> frozenset[str]:
+        """The index terms of the content words (no stopwords, at least 3 letters) of a question's ``subject``
+        (:func:`subject_text`: the question without the words that frame it)."""
+        kept = " ".join(w for w in _WORD.findall(subject) if len(w) > 2 and w.lower() not in _STOPWORDS)
         return frozenset(self.tokenize(kept)) if kept else frozenset()
 
     def parts(self, path: str) -> frozenset[str]:

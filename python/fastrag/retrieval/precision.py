@@ -311,7 +311,7 @@ class Precision:
         file_of = self.file_of
         files = {file_of[cid] for cid, _ in ranked}
         names = {f: self._match(f, terms) for f in files}
-        words = self._path_words.words(query.text)
+        words = self._path_words.words(query.subject)
         shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
         forms = {f: self._name_met(f, words)[1] for f in files}
         lead = frozenset(self.scorer.tokenize(" ".join(lead_phrase(query.text))))
