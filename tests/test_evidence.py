@@ -344,3 +344,42 @@ def test_the_words_that_frame_a_question_are_not_its_subject() -> None:
     assert subject_text("how change detection works") == "how change detection works"
     assert subject_text("the project") == "the project", "frame words alone are the query"
     assert subject_text("") == ""
+
+
+def test_tests_or_docs_a_query_does_not_want_are_not_searched() -> None:
+    assert subject_text("the retry code, not the tests") == "the retry code, "
+    assert subject_text("ZodType without the test files") == "ZodType "
+    assert subject_text("ZodType (not the docs)") == "ZodType ("
+    assert subject_text("ZodType - ignore docs") == "ZodType - "
+    assert subject_text("retry policy. Tests and docs aren't useful.") == "retry policy. "
+    # and the name left alone is a lookup of that name again
+    assert asked_symbol("Show me ZodType without the tests") == "ZodType"
+    assert lead_phrase("ZodType parse errors, no tests") == ["ZodType", "parse", "errors"]
+    # a mention that is not the whole of what is left out, or that is wanted, stays
+    assert "manual" in subject_text("models loaded without manual implementation")
+    assert subject_text("where are the tests for ZodType") == "where are the tests for ZodType"
+    assert subject_text("no tests") == "no tests", "the mention alone is the query"
+
+
+def test_what_a_query_leaves_out_is_read_in_the_many_ways_it_is_said() -> None:
+    # a list that goes on past a comma, a clause that only says not, mentions of a kind of thing
+    assert subject_text("retries, excluding docs, READMEs and examples") == "retries, "
+    assert subject_text("retry policy. Exclude: tests, fixtures, mocks, docs.") == "retry policy. "
+    assert subject_text("retries (skip the specs and test helpers)") == "retries ("
+    assert subject_text("retry code. Test code and example code should be left out.") == "retry code. "
+    assert subject_text("retry code apart from the test helpers and fixtures") == "retry code "
+    assert subject_text("retry code, anything but test code") == "retry code, "
+    assert subject_text("retry code. I don't need docs, examples, or benchmarks.") == "retry code. I "
+    assert subject_text("non-test source for retries") == " source for retries"
+    # "not", "no" and "without" about what the code does, or a mention with more to say, stay
+    for kept in (
+        "validating data without a model using TypeAdapter usage examples",
+        "running non-async blocking code inside the runtime usage examples",
+        "why does the client not retry when the tests time out",
+        "don't show me tests for retries, i want the code itself",
+        "the tests for retries are failing; where is the code they exercise",
+    ):
+        assert subject_text(kept) == kept
+    # what is said not to be wanted is not a trait that lifts it
+    assert query_traits("retry code. I don't need docs, examples, or benchmarks.")[2] == 0.0
+    assert query_traits("retry code, anything but test code")[1] == 0.0

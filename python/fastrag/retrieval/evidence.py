@@ -234,7 +234,7 @@ _ASKS = re.compile(
 #: Words that name tests, and words that name documentation.
 _NAMES_TESTS = re.compile(r"\b(?:tests?|testing|tested|unit ?tests?|specs?|fixtures?)\b", re.IGNORECASE)
 _NAMES_DOCS = re.compile(
-    r"\b(?:docs?|documentation|documented|guides?|tutorials?|readme|manual|pages?|sections?)\b", re.IGNORECASE
+    r"\b(?:docs?|documentation|documented|guides?|tutorials?|readmes?|manual|pages?|sections?)\b", re.IGNORECASE
 )
 #: A question that asks where something is: ``where``; which (or what) file, module, class, function,
 #: package, folder or code holds it; or what handles it, implements it, is responsible for it.
@@ -315,20 +315,22 @@ def _words(text: str) -> list[str]:
 
 @lru_cache(maxsize=256)
 def subject_text(text: str) -> str:
-    """``text`` without the words that frame it (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`): "Which part of the
-    codebase handles retries" → "Which of the handles retries"; the rest as typed. Every stage that reads a query
-    asks for it, so the last few are kept."""
-    tokens = text.split()
+    """``text`` without the words that frame it (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`) and without the tests or
+    documentation it says it does not want (:func:`_unwanted`): "Which part of the codebase handles retries" →
+    "Which of the handles retries", "retries, not the tests" → "retries,"; the rest as typed. Every stage that reads
+    a query asks for it, so the last few are kept."""
+    wanted = _unwanted(text)
+    tokens = wanted.split()
     words = [_CONTRACTION.sub("", t.strip(_AROUND_WORD)) for t in tokens]
     named = [i for i, w in enumerate(words) if _NAME_CHARACTER.search(w)]
     framed = {named[i] for i in _frame([words[i] for i in named])}
-    return " ".join(t for i, t in enumerate(tokens) if i not in framed) if framed else text
+    return " ".join(t for i, t in enumerate(tokens) if i not in framed) if framed else wanted
 
 
 @lru_cache(maxsize=256)
 def _subject(text: str) -> tuple[str, ...]:
     """The words of ``text`` (:func:`_words`) without the ones that frame the question (:func:`_frame`)."""
-    words = _words(text)
+    words = _words(_unwanted(text))
     framed = _frame(words)
     return tuple(w for i, w in enumerate(words) if i not in framed)
 
@@ -395,17 +397,43 @@ def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bo
 
 
 #: Where one clause of a question ends and the next begins: a sentence mark, a comma, a colon, a dash, "but".
-_CLAUSE = re.compile(r"[.;:!?,]\s|\s[-–—]\s|\bbut\b", re.IGNORECASE)
-#: Words before a mention of tests or documentation that say it is not wanted: "not the tests", "no docs",
-#: "without tests", "skip the tests", "rather than the docs".
+_CLAUSE = re.compile(r"[.;:!?,]\s|\s[-–—]\s|(?<!anything )\bbut\b", re.IGNORECASE)
+#: Words before a mention of what is not wanted (tests, documentation, examples): "not the tests", "no docs",
+#: "without tests", "skip the tests", "rather than the docs", "I don't need docs", "leave out the tests", "non-test".
 _NOT_BEFORE = re.compile(
-    r"\b(?:not|no|without|except|excluding|exclude|ignore|ignoring|skip|skipping|avoid|instead\s+of|rather\s+than"
-    r"|other\s+than)\b",
+    r"\b(?:not|no|without|except|excluding|exclude|ignore|ignoring|disregard|skip|skipping|avoid|omit|omitting"
+    r"|drop|minus|instead\s+of|rather\s+than|other\s+than|apart\s+from|anything\s+but|nothing\s+(?:from|in)"
+    r"|filter(?:ing)?\s+out|leav(?:e|ing)\s+(?:out|aside)|steer\s+clear\s+of|spare\s+me|(?:keep|stay)\s+away\s+from"
+    r"|(?:do|does)\s+not\s+\w+|(?:don|doesn)['’]?t\s+\w+)\b|\bnon-",
     re.IGNORECASE,
 )
-#: Words after one that say so: "tests aren't useful", "docs are not needed", "the tests are irrelevant".
+#: Words after one that say so: "tests aren't useful", "docs are not needed", "the tests are irrelevant", "test code
+#: should be left out".
 _NOT_AFTER = re.compile(
-    r"(?:n['’]t|\bnot)\s+(?:\w+\s+)?(?:useful|needed|relevant|helpful|wanted|necessary|important)\b|\birrelevant\b",
+    r"(?:n['’]t|\bnot)\s+(?:\w+\s+)?(?:useful|needed|relevant|helpful|wanted|necessary|important)\b|\birrelevant\b"
+    r"|\b(?:left|leave|stay|keep)\s+out\b|\b(?:excluded|ignored|skipped|omitted|noise|clutter)\b",
+    re.IGNORECASE,
+)
+#: What else a query may say it does not want, beyond tests and documentation: examples, mocks, benchmarks.
+_NAMES_OTHERS = re.compile(
+    r"\b(?:examples?|samples?|demos?|mocks?|snippets?|benchmarks?|changelogs?|stubs?|suites?|markdown)\b",
+    re.IGNORECASE,
+)
+#: Words beside a mention of what is not wanted that leave it the whole of what is not wanted: "not the test
+#: files", "no docs please", "the tests here aren't useful", "usage examples", "unit or integration tests" (but not
+#: "without manual implementation").
+_ASIDE = re.compile(
+    r"please|files?|folders?|director(?:y|ies)|dirs?|data|code|apps?|either|too|here|there|ones?|also|all|any|at"
+    r"|these|those|its?|i|we|unit|integration|e2e|usage|type|generated|vendored|like|such|etc|stuff|things"
+)
+
+
+#: What a query may say it does not want.
+_LEFT_OUT = (_NAMES_TESTS, _NAMES_DOCS, _NAMES_OTHERS)
+#: The mentions that name a kind of something else when a word follows them ("test helpers", "example configs").
+_KINDS_OF = re.compile(
+    r"tests?|specs?|fixtures?|mocks?|docs?|documentation|readmes?|examples?|samples?|demos?|benchmarks?"
+    r"|changelogs?|stubs?|tutorials?|unit|integration|generated|vendored|markdown|usage|fake",
     re.IGNORECASE,
 )
 
@@ -418,6 +446,68 @@ def _wants(kind: re.Pattern[str], text: str) -> bool:
         if found and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end())):
             return True
     return False
+
+
+def _aside(words: str) -> bool:
+    """Whether ``words`` say nothing beside a mention of what is not wanted: stopwords, :data:`_ASIDE`, more such
+    mentions, a word that says not (a list of "not tests, not docs"), and the one word a mention names a kind of
+    ("test helpers", "demo programs", "mock objects"; "manual implementation" is not one)."""
+    seen = _words(words)
+    return all(
+        w.lower() in _STOPWORDS
+        or _ASIDE.fullmatch(w.lower())
+        or _NOT_BEFORE.fullmatch(w)
+        or any(k.fullmatch(w) for k in _LEFT_OUT)
+        or (i > 0 and _KINDS_OF.fullmatch(seen[i - 1]) is not None)
+        for i, w in enumerate(seen)
+    )
+
+
+def _unwanted(text: str) -> str:
+    """``text`` without what it says it does not want (:data:`_LEFT_OUT`), from the word that says so to the end of
+    its clause, or from the clause's start to the word that says so after the mention, when the clause says nothing
+    else (:func:`_aside`); a clause after such a cut that only goes on listing goes too, and so does a clause that
+    only says not ("Exclude: tests, docs"). "the retry code, not the tests" → "the retry code, ", "retries,
+    excluding docs, READMEs and examples" → "retries, ", "retries. Tests and docs aren't useful" → "retries. ";
+    "non-test code" → " code". They say what to leave out, and searched they would find it."""
+    cut: list[tuple[int, int]] = []
+    start, listing = 0, False
+    for clause in _CLAUSE.split(text):
+        ended, start = start, text.index(clause, start)
+        if listing and _aside(clause):  # the list goes on, with the marks between its items
+            cut.append((ended, start + len(clause)))
+            start += len(clause)
+            continue
+        if _NOT_BEFORE.fullmatch(clause.strip(_AROUND_WORD + " ")):  # "Exclude:" before its list
+            cut.append((start, start + len(clause)))
+            start += len(clause)
+            listing = True
+            continue
+        listing = False
+        for found in (found for kind in _LEFT_OUT for found in kind.finditer(clause)):
+            before = None
+            for before in _NOT_BEFORE.finditer(clause, 0, found.start()):
+                pass
+            after = _NOT_AFTER.search(clause, found.end())
+            if before is not None and before.end() == found.start():  # "non-test code": the compound alone
+                cut.append((start + before.start(), start + found.end()))
+            elif before is not None and _aside(clause[before.end() :]):
+                cut.append((start + before.start(), start + len(clause)))
+                listing = True
+            elif after is not None and _aside(clause[: found.start()]):
+                rest = _aside(clause[after.end() :])
+                cut.append((start, start + (len(clause) if rest else after.end())))
+                listing = rest
+        start += len(clause)
+    if not cut:
+        return text
+    kept, end = [], 0
+    for first, last in sorted(cut):
+        kept.append(text[end:first])
+        end = max(end, last)
+    kept.append(text[end:])
+    wanted = "".join(kept)
+    return wanted if _NAME_CHARACTER.search(wanted) else text  # "no tests": nothing else to be about
 
 
 def query_traits(text: str) -> tuple[float, ...]:
