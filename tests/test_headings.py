@@ -81,6 +81,15 @@ def test_heading_lines_are_single_trimmed_lines_inside_the_text(parts: list[str]
         ("In vLLM, which documentation page covers profiling?", True),
         ("For the Nginx guide, what anchor ID marks the container build section?", True),
         ("I build vLLM behind Nginx. Which section of the guide covers the container?", True),
+        # the same typed without its question word, the place it asks for first
+        ("vLLM documentation page covers profiling vLLM's performance", True),
+        ("anchor ID marks the vLLM container build section in the Nginx guide", True),
+        ("section of the troubleshooting guide addresses the device error", True),
+        ("vLLM design document explains how prefix caching works", True),
+        # a page, a section or an anchor in code is not a place in the documentation
+        ("page of results in the paginator", False),
+        ("section of the config parser", False),
+        ("anchor of the regex engine", False),
         ("How do I build the vLLM container behind Nginx?", False),
         ("Which quant scheme does the Quark example in vLLM's docs use?", False),
         ("What does the section_size argument control?", False),

@@ -33,14 +33,21 @@ MIN_PART_CHARS = 3
 MAX_GLUED_CHARS = 40
 _WORD = re.compile(r"[A-Za-z0-9]+")
 #: A question that asks for a place in the documentation: "Which (vLLM documentation) page / section /
-#: document / anchor / heading / title ...", "Where in ..." (but "where in the code": that asks for code), at the
-#: start of a sentence, after a context it may start with ("In vLLM, "). Its answer is a heading or anchor line.
+#: document / anchor / heading / title ...", "Where in ..." (but "where in the code": that asks for code), or the
+#: same typed without its question word, the place first ("vLLM documentation page covers ...", "anchor ID marks
+#: ...", "section of the docs explains ..."), at the start of a sentence, after a context it may start with ("In
+#: vLLM, "). Its answer is a heading or anchor line.
 #: What a person calls the code base the search runs over: "this repo", "the codebase", "the source code".
 _CODEBASE = r"(?:repo|repository|codebase|code\s+base|project|library|(?:source\s+)?code|sources?)"
 _ASKS_WHERE = re.compile(
     r"(?:^|[.!?]\s)\W*(?:(?:in|for|on|with|within|using)\s+[^,?]{1,40},\s*)?"
     r"(?:(?:which|what)(?:\s+\S+){0,4}?\s+(?:page|section|document|anchor|heading|title)s?\b|where\s+in\b"
-    rf"(?!\s+(?:the\s+|this\s+|our\s+)?{_CODEBASE}\b))",
+    rf"(?!\s+(?:the\s+|this\s+|our\s+)?{_CODEBASE}\b)"
+    r"|(?:(?:the|a|an)\s+)?(?:\S+\s+){0,3}?"
+    r"(?:(?:docs?|documentation|design|guide|readme)\s+(?:page|section|document)s?|anchor\s+(?:id|name|link)|heading)"
+    r"\s+(?:of|in|on|that|which|describ|explain|cover|mark|list|show|discuss|use)\w*\b"
+    r"|(?:(?:the|a|an)\s+)?(?:page|section)s?\s+(?:of|in)\s+(?:the\s+)?(?:\S+\s+){0,3}?"
+    r"(?:docs|documentation|guides?)\b)",
     re.IGNORECASE,
 )
 
