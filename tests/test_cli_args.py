@@ -343,3 +343,17 @@ def test_answer_files_follow_the_index_and_are_named_after_the_question(
 
     assert main(["answer", first, "--k", "0", "--index_dir", index, "--save_directory", "mine"]) == 0
     assert (elsewhere / "mine" / answer_file(first)).is_file()
+
+
+def test_the_program_is_named_as_it_was_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fastrag
+    from fastrag.errors import program
+
+    ours = str(Path(fastrag.__file__).parent / "__main__.py")
+    monkeypatch.setattr(sys, "argv", [ours])
+    assert program() == "python -m fastrag"
+    # another package's `python -m` (pytest, a user's tool) runs fastrag as a library: its console name
+    monkeypatch.setattr(sys, "argv", [str(Path(pytest.__file__).parent / "__main__.py")])
+    assert program() == "fastrag"
+    monkeypatch.setattr(sys, "argv", [])
+    assert program() == "fastrag"

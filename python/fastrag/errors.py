@@ -18,10 +18,12 @@ SCRIPT_PROGRAM = "fastrag"
 
 
 def program() -> str:
-    """The command line's name as this process was started: ``python -m fastrag`` (``sys.argv[0]`` is the
-    package's ``__main__.py``), else ``fastrag`` (the console script, or fastrag used as a library)."""
-    started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    return MODULE_PROGRAM if started == "__main__.py" else SCRIPT_PROGRAM
+    """The command line's name as this process was started: ``python -m fastrag`` (``sys.argv[0]`` is this
+    package's ``__main__.py``), else ``fastrag`` (the console script, or fastrag used as a library, also under
+    another package's ``python -m``)."""
+    started = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    ours = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")
+    return MODULE_PROGRAM if started and os.path.abspath(started) == ours else SCRIPT_PROGRAM
 
 
 def as_invoked(message: str) -> str:
