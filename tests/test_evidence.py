@@ -377,9 +377,27 @@ def test_what_a_query_leaves_out_is_read_in_the_many_ways_it_is_said() -> None:
         "running non-async blocking code inside the runtime usage examples",
         "why does the client not retry when the tests time out",
         "don't show me tests for retries, i want the code itself",
-        "the tests for retries are failing; where is the code they exercise",
     ):
         assert subject_text(kept) == kept
     # what is said not to be wanted is not a trait that lifts it
     assert query_traits("retry code. I don't need docs, examples, or benchmarks.")[2] == 0.0
     assert query_traits("retry code, anything but test code")[1] == 0.0
+
+
+def test_tests_or_docs_that_are_the_askers_situation_are_not_what_is_asked() -> None:
+    # the query asks for the code after naming tests or docs as where the asker stands
+    situation = (
+        "I'm writing tests for retries and need to see the actual implementation first.",
+        "the docs for retries look stale. show me the source that actually does it",
+        "I'm fixing a flaky test and it seems to involve retries. Where is that code?",
+        "the tests for retries are failing; where is the code they exercise",
+    )
+    for text in situation:
+        assert query_traits(text)[1:] == (0.0, 0.0), text
+        assert not {"tests", "test", "docs"} & set(subject_text(text).split()), text
+    # a request for the tests or docs, a topic that holds the word, or no request for code: wanted as before
+    assert query_traits("show me the existing tests for retries")[1] == 1.0
+    assert query_traits("Which spec files exercise retries? I need to follow their style")[1] == 1.0
+    assert query_traits("Where is the code for test reporter interface?")[1] == 1.0
+    assert query_traits("Which section of the contributing guide explains code reviews?")[2] == 1.0
+    assert subject_text("the tests for retries are failing") == "the tests for retries are failing"

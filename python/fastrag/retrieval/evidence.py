@@ -438,12 +438,42 @@ _KINDS_OF = re.compile(
 )
 
 
+#: A request for the code itself: a request or question, then within the sentence the code, its implementation,
+#: source, logic or definition, or where it lives ("need the real implementation", "where's the code they exercise",
+#: "Where is that code?", "where does it live"; not "test code", "example code", "code reviews").
+_ASKS_CODE = re.compile(
+    r"\b(?:where|which|show|point|need|see|find|read)\b[^.;?!]{0,60}?"
+    r"(?:\b(?:implement(?:ation|ed|s)?|sources?|logic|defined|definition|lives?)\b"
+    r"|(?<!test )(?<!tests )(?<!example )(?<!sample )(?<!demo )\bcode\b(?!\s+(?:reviews?|of\s+conduct|style)))",
+    re.IGNORECASE,
+)
+#: A request or question just before a mention, which makes it what is asked for: "show me the tests", "which spec
+#: files", "I want the README", "what do the integration tests", "are there examples".
+_REQUESTED = re.compile(
+    r"\b(?:show|see|find|read|look|give|pull|list|open|want|need|where|which|what|any|there)\b(?:\W+\w+){0,4}\W*$",
+    re.IGNORECASE,
+)
+
+
+def _situation(text: str, clause: str, found: re.Match[str]) -> bool:
+    """Whether the mention ``found`` in ``clause`` says where the asker stands rather than what they ask for: the
+    query asks for the code, and no request stands just before the mention ("I'm writing tests for X and need the
+    implementation", "the docs for X are thin; where does it live?"; not "show me the tests and the code")."""
+    at = text.find(clause) + found.start()
+    return _ASKS_CODE.search(text, at) is not None and _REQUESTED.search(clause, 0, found.start()) is None
+
+
 def _wants(kind: re.Pattern[str], text: str) -> bool:
     """Whether ``text`` names ``kind`` (tests, documentation) as what it wants: in a clause that does not say,
-    before the mention or after it, that it is not wanted ("need the source, not the tests")."""
+    before the mention or after it, that it is not wanted ("need the source, not the tests"), and not as the asker's
+    situation (:func:`_situation`)."""
     for clause in _CLAUSE.split(text):
         found = kind.search(clause)
-        if found and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end())):
+        if (
+            found
+            and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end()))
+            and not _situation(text, clause, found)
+        ):
             return True
     return False
 
@@ -498,6 +528,8 @@ def _unwanted(text: str) -> str:
                 rest = _aside(clause[after.end() :])
                 cut.append((start, start + (len(clause) if rest else after.end())))
                 listing = rest
+            elif before is None and after is None and _situation(text, clause, found):
+                cut.append((start + found.start(), start + found.end()))
         start += len(clause)
     if not cut:
         return text
