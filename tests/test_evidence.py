@@ -371,6 +371,8 @@ def test_what_a_query_leaves_out_is_read_in_the_many_ways_it_is_said() -> None:
     assert subject_text("retry code, anything but test code") == "retry code, "
     assert subject_text("retry code. I don't need docs, examples, or benchmarks.") == "retry code. I "
     assert subject_text("non-test source for retries") == " source for retries"
+    assert subject_text("retry code -test -mock") == "retry code  ", "a search engine's minus"
+    assert subject_text("retry-test harness") == "retry-test harness"
     # "not", "no" and "without" about what the code does, or a mention with more to say, stay
     for kept in (
         "validating data without a model using TypeAdapter usage examples",

@@ -399,12 +399,13 @@ def asks_for_passage(text: str, docs_lead: float, names_code: Callable[[str], bo
 #: Where one clause of a question ends and the next begins: a sentence mark, a comma, a colon, a dash, "but".
 _CLAUSE = re.compile(r"[.;:!?,]\s|\s[-–—]\s|(?<!anything )\bbut\b", re.IGNORECASE)
 #: Words before a mention of what is not wanted (tests, documentation, examples): "not the tests", "no docs",
-#: "without tests", "skip the tests", "rather than the docs", "I don't need docs", "leave out the tests", "non-test".
+#: "without tests", "skip the tests", "rather than the docs", "I don't need docs", "leave out the tests", "non-test",
+#: a search engine's "-test".
 _NOT_BEFORE = re.compile(
     r"\b(?:not|no|without|except|excluding|exclude|ignore|ignoring|disregard|skip|skipping|avoid|omit|omitting"
     r"|drop|minus|instead\s+of|rather\s+than|other\s+than|apart\s+from|anything\s+but|nothing\s+(?:from|in)"
     r"|filter(?:ing)?\s+out|leav(?:e|ing)\s+(?:out|aside)|steer\s+clear\s+of|spare\s+me|(?:keep|stay)\s+away\s+from"
-    r"|(?:do|does)\s+not\s+\w+|(?:don|doesn)['’]?t\s+\w+)\b|\bnon-",
+    r"|(?:do|does)\s+not\s+\w+|(?:don|doesn)['’]?t\s+\w+)\b|\bnon-|(?<![\w-])-(?!\s)",
     re.IGNORECASE,
 )
 #: Words after one that say so: "tests aren't useful", "docs are not needed", "the tests are irrelevant", "test code
