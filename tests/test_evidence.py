@@ -401,5 +401,12 @@ def test_tests_or_docs_that_are_the_askers_situation_are_not_what_is_asked() -> 
     assert query_traits("show me the existing tests for retries")[1] == 1.0
     assert query_traits("Which spec files exercise retries? I need to follow their style")[1] == 1.0
     assert query_traits("Where is the code for test reporter interface?")[1] == 1.0
+    assert "test" in subject_text("i want to change how the test reporter behaves, where is that code").split()
+    # tests, mocks or pages that are part of what the query is about, further into its sentence, stay
+    for about in (
+        "how mock handler for simulating HTTP responses in tests behaves, where is that code",
+        "A customer reported odd behavior that traces back to how pandoc parses Markdown. Where is the source?",
+    ):
+        assert subject_text(about) == about
     assert query_traits("Which section of the contributing guide explains code reviews?")[2] == 1.0
     assert subject_text("the tests for retries are failing") == "the tests for retries are failing"

@@ -444,7 +444,7 @@ _KINDS_OF = re.compile(
 #: "Where is that code?", "where does it live"; not "test code", "example code", "code reviews").
 _ASKS_CODE = re.compile(
     r"\b(?:where|which|show|point|need|see|find|read)\b[^.;?!]{0,60}?"
-    r"(?:\b(?:implement(?:ation|ed|s)?|sources?|logic|defined|definition|lives?)\b"
+    r"(?:\b(?:implement(?:ation|ed|s)?|sources?|logic|defin(?:es|ed|ition)|lives?)\b"
     r"|(?<!test )(?<!tests )(?<!example )(?<!sample )(?<!demo )\bcode\b(?!\s+(?:reviews?|of\s+conduct|style)))",
     re.IGNORECASE,
 )
@@ -456,12 +456,32 @@ _REQUESTED = re.compile(
 )
 
 
+#: What comes before a mention of where the asker stands: the start of a sentence, or the asker with at most three
+#: words between ("Writing docs for …", "The tests for …", "I'm writing tests", "I'm fixing a flaky test", "my test
+#: suite"); a mention further into a sentence is part of what it asks about ("how the mock handler for tests works").
+_STANDS = re.compile(
+    r"(?:^|[.;:!?]\s+)\W*(?:\w+\s+)?\W*$|\b(?:i|i['’]m|we|we['’]re|my|our)\b(?:\W+\w+){0,3}\W*$", re.IGNORECASE
+)
+
+
 def _situation(text: str, clause: str, found: re.Match[str]) -> bool:
     """Whether the mention ``found`` in ``clause`` says where the asker stands rather than what they ask for: the
-    query asks for the code, and no request stands just before the mention ("I'm writing tests for X and need the
-    implementation", "the docs for X are thin; where does it live?"; not "show me the tests and the code")."""
+    query asks for the code after it, no request stands just before it, it stands where a situation is told
+    (:data:`_STANDS`), and it does not name a kind of something else, as a singular before another word does
+    ("I'm writing tests for X and need the implementation", "the docs for X are thin; where does it live?"; not
+    "show me the tests and the code", nor "how the test reporter works, where is that code")."""
     at = text.find(clause) + found.start()
-    return _ASKS_CODE.search(text, at) is not None and _REQUESTED.search(clause, 0, found.start()) is None
+    if _ASKS_CODE.search(text, at) is None or _REQUESTED.search(clause, 0, found.start()) is not None:
+        return False
+    if not _STANDS.search(text[:at]):
+        return False
+    following = _words(clause[found.end() :])[:1]
+    return (
+        found.group().lower().endswith("s")
+        or not following
+        or _aside(following[0])
+        or _ASKING_WORDS.fullmatch(following[0]) is not None
+    )
 
 
 def _wants(kind: re.Pattern[str], text: str) -> bool:
