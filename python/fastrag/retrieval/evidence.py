@@ -514,6 +514,7 @@ def _aside(words: str) -> bool:
     )
 
 
+@lru_cache(maxsize=256)
 def _unwanted(text: str) -> str:
     """``text`` without what it says it does not want (:data:`_LEFT_OUT`), from the word that says so to the end of
     its clause, or from the clause's start to the word that says so after the mention, when the clause says nothing
@@ -521,6 +522,8 @@ def _unwanted(text: str) -> str:
     only says not ("Exclude: tests, docs"). "the retry code, not the tests" → "the retry code, ", "retries,
     excluding docs, READMEs and examples" → "retries, ", "retries. Tests and docs aren't useful" → "retries. ";
     "non-test code" → " code". They say what to leave out, and searched they would find it."""
+    if not any(kind.search(text) for kind in _LEFT_OUT):
+        return text
     cut: list[tuple[int, int]] = []
     start, listing = 0, False
     for clause in _CLAUSE.split(text):
