@@ -338,6 +338,15 @@ def test_file_spread_follows_what_a_question_asks_for() -> None:
         assert spread(text, code) == ASKED_SPREAD
 
 
+def test_what_a_person_says_of_the_code_they_want_frames_it() -> None:
+    assert subject_text("need the real implementation of retries") == "need the implementation of retries"
+    assert subject_text("show me the actual code for retries") == "show me the code for retries"
+    assert lead_phrase("production source of retry policy") == ["retry", "policy"]
+    # before another word it says what the thing is: "actual parameters", "production config"
+    assert subject_text("actual parameters of the call") == "actual parameters of the call"
+    assert subject_text("production config loading") == "production config loading"
+
+
 def test_the_words_that_frame_a_question_are_not_its_subject() -> None:
     assert subject_text("Which part of the codebase handles retries?") == "Which of the handles retries?"
     assert subject_text("To fix a bug in `retry()`, which file do I open") == "To a in `retry()`, which file do I"

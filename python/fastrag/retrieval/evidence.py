@@ -215,6 +215,12 @@ _FRAME_PLACE = re.compile(
     re.IGNORECASE,
 )
 _FRAME_END = re.compile(rf"{_NOWHERE}|across|throughout|within", re.IGNORECASE)
+#: What a person says of the code they want, as against its tests or documentation ("the real implementation", "the
+#: actual code", "production source", "the concrete implementation"), before the word for the code itself.
+_CODE_QUALITY = re.compile(
+    r"real|actual|concrete|production|proper|underlying|original|genuine|shipping|hand-written", re.IGNORECASE
+)
+_CODE_ITSELF = re.compile(r"code|sources?|implementations?|logic|definitions?|modules?|files?|thing", re.IGNORECASE)
 #: The one asking, and "to": the words a verb follows when it says what they mean to do ("do I change", "how to
 #: fix"; "how does update work" is about an update).
 _ASKER = re.compile(r"to|i|me|my|we|us|our|you|your|u", re.IGNORECASE)
@@ -365,6 +371,9 @@ def _frame(words: Sequence[str]) -> set[int]:
             if not (verb(i, "") or _FRAME_END.fullmatch(words[i])):
                 break
             framed.add(i)
+    for i in range(len(words) - 1):
+        if _CODE_QUALITY.fullmatch(words[i]) and _CODE_ITSELF.fullmatch(words[i + 1]):
+            framed.add(i)  # "the real implementation", "the actual code", "production source"
     if all(i in framed or _own_word(word) for i, word in enumerate(words)):
         return set()  # nothing left to be about: the words are the query ("here", "the project")
     return framed
