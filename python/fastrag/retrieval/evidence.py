@@ -323,7 +323,7 @@ def _words(text: str) -> list[str]:
 def subject_text(text: str) -> str:
     """``text`` without the words that frame it (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`) and without the tests or
     documentation it says it does not want (:func:`_unwanted`): "Which part of the codebase handles retries" →
-    "Which of the handles retries", "retries, not the tests" → "retries,"; the rest as typed. Every stage that reads
+    "Which of the handles retries", "retries, not the tests" → "retries, "; the rest as typed. Every stage that reads
     a query asks for it, so the last few are kept."""
     wanted = _unwanted(text)
     tokens = wanted.split()
@@ -473,13 +473,14 @@ _STANDS = re.compile(
 )
 
 
-def _situation(text: str, clause: str, found: re.Match[str]) -> bool:
+def _situation(text: str, at: int, clause: str, found: re.Match[str]) -> bool:
     """Whether the mention ``found`` in ``clause`` says where the asker stands rather than what they ask for: the
     query asks for the code after it, no request stands just before it, it stands where a situation is told
     (:data:`_STANDS`), and it does not name a kind of something else, as a singular before another word does
     ("I'm writing tests for X and need the implementation", "the docs for X are thin; where does it live?"; not
-    "show me the tests and the code", nor "how the test reporter works, where is that code")."""
-    at = text.find(clause) + found.start()
+    "show me the tests and the code", nor "how the test reporter works, where is that code"). ``clause`` starts at
+    ``at`` in ``text``."""
+    at += found.start()
     if _ASKS_CODE.search(text, at) is None or _REQUESTED.search(clause, 0, found.start()) is not None:
         return False
     if not _STANDS.search(text[:at]):
@@ -497,14 +498,17 @@ def _wants(kind: re.Pattern[str], text: str) -> bool:
     """Whether ``text`` names ``kind`` (tests, documentation) as what it wants: in a clause that does not say,
     before the mention or after it, that it is not wanted ("need the source, not the tests"), and not as the asker's
     situation (:func:`_situation`)."""
+    start = 0
     for clause in _CLAUSE.split(text):
+        start = text.index(clause, start)
         found = kind.search(clause)
         if (
             found
             and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end()))
-            and not _situation(text, clause, found)
+            and not _situation(text, start, clause, found)
         ):
             return True
+        start += len(clause)
     return False
 
 
@@ -561,7 +565,7 @@ def _unwanted(text: str) -> str:
                 rest = _aside(clause[after.end() :])
                 cut.append((start, start + (len(clause) if rest else after.end())))
                 listing = rest
-            elif before is None and after is None and _situation(text, clause, found):
+            elif before is None and after is None and _situation(text, start, clause, found):
                 cut.append((start + found.start(), start + found.end()))
         start += len(clause)
     if not cut:
