@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -498,18 +498,29 @@ def _wants(kind: re.Pattern[str], text: str) -> bool:
     """Whether ``text`` names ``kind`` (tests, documentation) as what it wants: in a clause that does not say,
     before the mention or after it, that it is not wanted ("need the source, not the tests"), and not as the asker's
     situation (:func:`_situation`)."""
+    for start, clause in _clauses(text):
+        found = kind.search(clause)
+        if found and _negation(clause, found) == (None, None) and not _situation(text, start, clause, found):
+            return True
+    return False
+
+
+def _clauses(text: str) -> Iterator[tuple[int, str]]:
+    """The clauses of ``text`` (:data:`_CLAUSE`), each with where it starts in ``text``."""
     start = 0
     for clause in _CLAUSE.split(text):
         start = text.index(clause, start)
-        found = kind.search(clause)
-        if (
-            found
-            and not (_NOT_BEFORE.search(clause, 0, found.start()) or _NOT_AFTER.search(clause, found.end()))
-            and not _situation(text, start, clause, found)
-        ):
-            return True
+        yield start, clause
         start += len(clause)
-    return False
+
+
+def _negation(clause: str, found: re.Match[str]) -> tuple[re.Match[str] | None, re.Match[str] | None]:
+    """The words in ``clause`` that say the mention ``found`` is not wanted: the last such word before it
+    (:data:`_NOT_BEFORE`) and the first after it (:data:`_NOT_AFTER`), ``None`` where there is none."""
+    before = None
+    for before in _NOT_BEFORE.finditer(clause, 0, found.start()):
+        pass
+    return before, _NOT_AFTER.search(clause, found.end())
 
 
 def _aside(words: str) -> bool:
@@ -527,6 +538,26 @@ def _aside(words: str) -> bool:
     )
 
 
+def _cut_mentions(text: str, start: int, clause: str, cut: list[tuple[int, int]]) -> bool:
+    """Add to ``cut`` the spans of ``clause`` (at ``start`` in ``text``) that say what is not wanted (see
+    :func:`_unwanted`); whether the clause ends in such a list, which the next clause may go on with."""
+    listing = False
+    for found in (found for kind in _LEFT_OUT for found in kind.finditer(clause)):
+        before, after = _negation(clause, found)
+        if before is not None and before.end() == found.start():  # "non-test code": the compound alone
+            cut.append((start + before.start(), start + found.end()))
+        elif before is not None and _aside(clause[before.end() :]):
+            cut.append((start + before.start(), start + len(clause)))
+            listing = True
+        elif after is not None and _aside(clause[: found.start()]):
+            rest = _aside(clause[after.end() :])
+            cut.append((start, start + (len(clause) if rest else after.end())))
+            listing = rest
+        elif before is None and after is None and _situation(text, start, clause, found):
+            cut.append((start + found.start(), start + found.end()))
+    return listing
+
+
 @lru_cache(maxsize=256)
 def _unwanted(text: str) -> str:
     """``text`` without what it says it does not want (:data:`_LEFT_OUT`), from the word that says so to the end of
@@ -538,36 +569,16 @@ def _unwanted(text: str) -> str:
     if not any(kind.search(text) for kind in _LEFT_OUT):
         return text
     cut: list[tuple[int, int]] = []
-    start, listing = 0, False
-    for clause in _CLAUSE.split(text):
-        ended, start = start, text.index(clause, start)
+    ended, listing = 0, False
+    for start, clause in _clauses(text):
         if listing and _aside(clause):  # the list goes on, with the marks between its items
             cut.append((ended, start + len(clause)))
-            start += len(clause)
-            continue
-        if _NOT_BEFORE.fullmatch(clause.strip(_AROUND_WORD + " ")):  # "Exclude:" before its list
+        elif _NOT_BEFORE.fullmatch(clause.strip(_AROUND_WORD + " ")):  # "Exclude:" before its list
             cut.append((start, start + len(clause)))
-            start += len(clause)
             listing = True
-            continue
-        listing = False
-        for found in (found for kind in _LEFT_OUT for found in kind.finditer(clause)):
-            before = None
-            for before in _NOT_BEFORE.finditer(clause, 0, found.start()):
-                pass
-            after = _NOT_AFTER.search(clause, found.end())
-            if before is not None and before.end() == found.start():  # "non-test code": the compound alone
-                cut.append((start + before.start(), start + found.end()))
-            elif before is not None and _aside(clause[before.end() :]):
-                cut.append((start + before.start(), start + len(clause)))
-                listing = True
-            elif after is not None and _aside(clause[: found.start()]):
-                rest = _aside(clause[after.end() :])
-                cut.append((start, start + (len(clause) if rest else after.end())))
-                listing = rest
-            elif before is None and after is None and _situation(text, start, clause, found):
-                cut.append((start + found.start(), start + found.end()))
-        start += len(clause)
+        else:
+            listing = _cut_mentions(text, start, clause, cut)
+        ended = start + len(clause)
     if not cut:
         return text
     kept, end = [], 0
