@@ -135,6 +135,10 @@ xrepo: install  ## fastrag beside semble (BM25) on the 41 repositories of ../sha
 	$(UV) sync --frozen --inexact --group dev --group bench $(MODELS) $(EXTRAS)
 	$(PY) benches/xrepo.py --xrepo $(SHARED)/xrepo $(XREPO_ARGS)
 
+.PHONY: typos
+typos: install index  ## the benchmark's queries and vLLM's questions mistyped (benches/typos.json), respelled and as typed, on the indexes of `make xrepo` and `make index`; refreshes benches/RESULTS.md
+	$(PY) benches/typos.py --xrepo $(SHARED)/xrepo
+
 .PHONY: cv
 cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker, of each retrieval part and of every discrete tunable (in and out of fold); then the ranker on vLLM and the xrepo repositories pooled, folds by repository (CV_REPOS_ARGS=--write-weights refits ranker.json); refreshes benches/RESULTS.md
 	$(PY) benches/cv.py --index-ablation --grid

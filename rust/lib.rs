@@ -339,6 +339,12 @@ impl Bm25Index {
         self.inner.idf(term).unwrap_or(0.0)
     }
 
+    /// `text` with each word the index holds no spelling of respelled as the nearest one it
+    /// holds, one slip of the keys away (`None` when no word changes).
+    fn respell(&self, py: Python<'_>, text: &str) -> Option<String> {
+        py.detach(|| self.inner.respell(text))
+    }
+
     /// Tokens of `text` under the index's tokenizer configuration.
     fn tokenize(&self, py: Python<'_>, text: &str) -> Vec<String> {
         py.detach(|| self.inner.tokenize(text))

@@ -420,6 +420,15 @@ fn join_acronyms(classes: &[(usize, Class)], parts: &mut Vec<(usize, usize)>) {
     }
 }
 
+/// Byte ranges of the parts of the identifier `ident` (`StateManager`: `State`, `Manager`), as
+/// the tokenizer splits it; one range when it has one part.
+pub fn part_ranges(ident: &str) -> Vec<std::ops::Range<usize>> {
+    let (mut classes, mut parts) = (Vec::new(), Vec::new());
+    split_parts(ident, &mut classes, &mut parts);
+    let at = |i: usize| classes.get(i).map_or(ident.len(), |c: &(usize, Class)| c.0);
+    parts.iter().map(|&(s, e)| at(s)..at(e)).collect()
+}
+
 /// Tokens of `text`, in text order.
 pub fn tokenize(text: &str, cfg: &TokenizerConfig) -> Vec<String> {
     let mut tokens = Vec::new();

@@ -42,6 +42,14 @@ SAMPLING_TRUTH = {
 # ----------------------------------------------------------------------------- happy paths
 
 
+def test_search_says_what_it_searched_for_when_it_respelled_a_word(indexed: Path) -> None:
+    right = run_cli("search", "load lora adapter", "--k", "3", cwd=indexed)
+    typed = run_cli("search", "load lora adaptre", "--k", "3", cwd=indexed)
+    assert right.code == typed.code == 0, right.err + typed.err
+    assert typed.out == right.out and "searched for: load lora adapter" in typed.err
+    assert "searched for" not in right.err
+
+
 def test_search_prints_the_lines_of_the_file_and_json_keeps_character_offsets(workdir: Path) -> None:
     """``path:first-last`` are the 1-based lines the span covers in the file; ``--json`` gives the character
     offsets ``search_dataset`` saves (the exercise's spans), beside those lines."""

@@ -400,3 +400,15 @@ def test_random_damage_never_crashes(
         with pytest.raises(IndexFormatError):
             Bm25Index.load(path)
     os.remove(path)
+
+
+def test_respell_reads_a_slip_as_the_word_the_index_holds() -> None:
+    docs = ["the StateManager tracks worker state", "validates the schema and records its changes"] * 3
+    index = Bm25Index.build(docs)
+    assert index.respell("how the StaetManager valdates chnages?") == "how the StateManager validates changes?"
+    assert index.respell("andc hanges") == "and changes", "a space typed a letter early"
+    # words the index holds, short words, a first letter wrong, a word with no near spelling: left as typed
+    for typed in ("how the StateManager validates changes", "the sta", "xhanges", "quantum physics", ""):
+        assert index.respell(typed) is None, typed
+    with pytest.raises(TypeError):
+        index.respell(None)  # type: ignore[arg-type]

@@ -64,6 +64,9 @@ async def exercise(session: ClientSession) -> None:
     assert "lang must be one of python" in error_text(
         await session.call_tool("search", {"query": "x", "lang": "klingon"})
     )
+    assert found["query"] == QUESTION and found["searched"] == QUESTION.rstrip("?")  # as typed, as searched
+    slip = payload(await session.call_tool("search", {"query": "load lora adaptre", "k": 3}))
+    assert slip["query"] == "load lora adaptre" and slip["searched"] == "load lora adapter"
     rust = payload(await session.call_tool("search", {"query": "load lora adapter", "lang": "rust"}))["hits"]
     assert [h["path"] for h in rust] == ["data/raw/repo/core/lib.rs"]
     docs = payload(await session.call_tool("search", {"query": QUESTION, "path": ["docs/**"]}))["hits"]

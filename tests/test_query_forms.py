@@ -212,3 +212,31 @@ def test_every_benchmark_query_ranks_alike_in_every_form(tmp_path: Path) -> None
         out = tmp_path / "index" / repo.name
         build_index(trees[repo.name], out, IndexParams(embed="none"), progress=False)
         assert_same_in_every_form(Retriever.open(out), [t.query for t in tasks if t.repo == repo.name])
+
+
+def swapped(question: str) -> str | None:
+    """``question`` with the fourth and fifth letters of its first all-lowercase word of eight letters or more
+    swapped (a slip of the fingers); ``None`` when it has no such word or the swap spells the same word."""
+    for word in question.split():
+        if len(word) >= 8 and word.isalpha() and word.islower() and word[3] != word[4]:
+            return question.replace(word, word[:3] + word[4] + word[3] + word[5:], 1)
+    return None
+
+
+def test_a_mistyped_word_is_read_as_the_word_meant(vllm: Retriever) -> None:
+    sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
+    questions = [q.question for path in sets for q in load_dataset(path).rag_questions]
+    # a question spelt right is searched as written: none of these has a word the index lacks
+    assert all(vllm.respelled(clean_query(q)) == clean_query(q) for q in questions)
+    slips = [(q, typo) for q in questions if (typo := swapped(q)) is not None]
+    assert len(slips) >= 150
+    restored = [(q, typo) for q, typo in slips if vllm.respelled(clean_query(typo)) == clean_query(q)]
+    # the misses: a misspelling the corpus itself holds ("dimnesion"), a word too rare to be the one meant
+    assert len(restored) >= 0.95 * len(slips), sorted(set(slips) - set(restored))
+    asked = restored[:50]
+    assert vllm.search_many([typo for _, typo in asked], K) == vllm.search_many([q for q, _ in asked], K)
+    vllm.respell = False
+    try:
+        assert vllm.respelled(asked[0][1]) == asked[0][1], "with respelling off, a query is searched as typed"
+    finally:
+        vllm.respell = True

@@ -193,6 +193,13 @@ def test_search_get_json_and_form_agree(client: TestClient, project: Path) -> No
         assert hit["last_line"] == text.count("\n", 0, end - 1) + 1
 
 
+def test_search_reads_a_mistyped_word_as_the_index_spells_it(client: TestClient) -> None:
+    typed = client.get("/search", params={"query": "load lora adaptre?", "k": 3}).json()
+    right = client.get("/search", params={"query": "load lora adapter", "k": 3}).json()
+    assert typed["query"] == "load lora adaptre" and typed["searched"] == "load lora adapter" == right["searched"]
+    assert typed["results"] == right["results"]
+
+
 def test_search_finds_the_lora_files(client: TestClient) -> None:
     results = client.get("/search", params={"query": LORA_QUESTION, "k": 5}).json()["results"]
     assert {r["file_path"] for r in results} >= {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}

@@ -35,7 +35,7 @@
 //! and the search entry points; `build` the parallel build (blocks, vocabulary merge, posting
 //! scatter); `vocab` the sorted vocabulary and the hash table of query terms; `prune` the
 //! range bounds and the pruned search; `merge` one index over several shards, with global
-//! statistics; `topk` the top-k selections; `simd` the vectorized
+//! statistics; `spell` the respelling of query words the vocabulary lacks; `topk` the top-k selections; `simd` the vectorized
 //! kernels and prefetch; `tests` the oracles and property tests.
 
 #![warn(missing_docs)]
@@ -44,6 +44,7 @@ mod build;
 mod merge;
 mod prune;
 mod simd;
+mod spell;
 mod topk;
 mod vocab;
 

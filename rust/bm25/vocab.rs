@@ -128,7 +128,6 @@ impl TermTable {
     }
 
     /// Id of `term` in `vocab` (the vocabulary the table was built from).
-    #[cfg(test)]
     pub(super) fn get(&self, vocab: &Vocab, term: &str) -> Option<u32> {
         let hash = Self::hash(term);
         self.get_from(vocab, term, hash, self.home(hash))

@@ -164,7 +164,7 @@ class Commands(AgentCommands):
                 datasets' results give them), first_line, last_line, score.
         """
         from fastrag.retrieval.filters import SearchFilter
-        from fastrag.retrieval.retriever import Retriever
+        from fastrag.retrieval.retriever import Retriever, clean_query
 
         text = text_arg("the query", query)
         n = int_arg("k", k, 1, MAX_K)
@@ -187,7 +187,11 @@ class Commands(AgentCommands):
                 refused.setdefault(path, Skipped(exc.rel_path, exc.reason))
                 raise
 
-        shown = shown_hits(hits, read, text)
+        typed = clean_query(text)
+        searched = retriever.respelled(typed)
+        if searched != typed:
+            status(f"searched for: {searched}")
+        shown = shown_hits(hits, read, searched)
         if as_json:
             import json as json_module
 

@@ -131,6 +131,9 @@ class Retriever:
         self.spread = SPREAD
         #: The same for such a query that names something in code (:data:`NAMED_SPREAD`).
         self.named_spread = NAMED_SPREAD
+        #: Whether a query's words the index holds no spelling of are read as the nearest it holds
+        #: (:meth:`respelled`); off, a query is searched as typed (``benches/typos.py`` measures both).
+        self.respell = True
         self.models_dir = models_dir
         self._embedder: Embedder | None = None
         self._query_vectors: Combiner[str] | None = None
@@ -170,7 +173,7 @@ class Retriever:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if k <= 0:
             return [[] for _ in queries]
-        clean = [clean_query(q) for q in queries]
+        clean = [self.respelled(clean_query(q)) for q in queries]
         if mode == "vector" and not self.index.has_vectors:
             if int(self.index.manifest.get("vectors_pending") or 0):
                 raise UserError(
@@ -222,6 +225,11 @@ class Retriever:
                 hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def respelled(self, query: str) -> str:
+        """``query`` with each word the index holds no spelling of read as the nearest one it holds, one slip of
+        the keys away (:meth:`fastrag._core.Bm25Index.respell`): "StaetManager" is ``StateManager``."""
+        return (self.respell and self.index.bm25.respell(query)) or query
 
     def spread_of(self, query: str, docs_lead: float) -> float:
         """How much each further span of a file counts among ``query``'s results, by this retriever's

@@ -164,6 +164,7 @@ class SearchResponse(BaseModel):
     """The spans that best answer a query."""
 
     query: str
+    searched: str = Field(description="the query as searched: its mistyped words read as the index spells them")
     k: int
     mode: SearchMode
     filter: FilterEcho

@@ -125,7 +125,8 @@
       renderResults(data);
       const ms = Math.round(performance.now() - started);
       const cache = response.headers.get("x-cache") === "hit" ? ", cached" : "";
-      say(data.results.length ? `${data.results.length} results in ${ms} ms${cache}.` : "No match.");
+      const found = data.results.length ? `${data.results.length} results in ${ms} ms${cache}.` : "No match.";
+      say(data.searched !== data.query ? `Searched for “${data.searched}”: ${found}` : found);
     } catch (error) {
       say(`Search failed: ${error.message}`, true);
     } finally {
