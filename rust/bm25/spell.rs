@@ -163,6 +163,28 @@ impl Held {
     }
 }
 
+/// How a word of a query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Spelling {
+    /// As typed: the index holds it, or it is not a word respelled at all.
+    Held,
+    /// As this word the index holds.
+    Respelled(String),
+    /// Not at all: the index holds no word one slip from it.
+    Lost,
+}
+
+impl Spelling {
+    /// How many slips the reading takes: none, one, or (lost) more than one.
+    fn slips(&self) -> usize {
+        match self {
+            Spelling::Held => 0,
+            Spelling::Respelled(_) => 1,
+            Spelling::Lost => 2,
+        }
+    }
+}
+
 impl Bm25Index {
     /// The fewest documents that must hold each token of a respelled word in this index.
     fn min_df(&self) -> usize {
@@ -191,15 +213,21 @@ impl Bm25Index {
     }
 
     /// The edit of `word` whose rarest token the most documents hold, at least
-    /// [`min_df`](Self::min_df) of them, with every token a term of the index: of the particular
-    /// slips when one qualifies, else of every edit ([`edits`]); the earlier among equals.
+    /// [`min_df`](Self::min_df) of them, with every token a term of the index, else a stopword
+    /// ("wich" for "which"): of the particular slips when one qualifies, else of every edit
+    /// ([`edits`]); the earlier among equals.
     fn nearest(&self, word: &str) -> Option<String> {
         edits(word.as_bytes()).into_iter().find_map(|tier| {
             let mut best: Option<(usize, Vec<u8>)> = None;
             for edit in tier {
                 let edit_text = std::str::from_utf8(&edit).expect("edits of ASCII are ASCII");
-                let rarest = self.held(edit_text).map_or(0, Held::rarest);
-                if rarest >= self.min_df() && best.as_ref().is_none_or(|(most, _)| rarest > *most) {
+                // a stopword counts as held by no document: any word the index holds comes first
+                let rarest = match self.held(edit_text) {
+                    None => 0,
+                    Some(held) if held.rarest() >= self.min_df() => held.rarest(),
+                    Some(_) => continue,
+                };
+                if best.as_ref().is_none_or(|(most, _)| rarest > *most) {
                     best = Some((rarest, edit));
                 }
             }
@@ -208,56 +236,117 @@ impl Bm25Index {
     }
 
     /// The nearest spelling of `word` whose every token the index holds, when `word` has a
-    /// token it does not hold (see the module documentation); `None` otherwise. A compound is
-    /// respelled whole when one edit makes a name the index holds ("QueuManager"), else part by
-    /// part, one edit each ("CleintResponsd"), when that leaves no part unknown.
+    /// token it does not hold (see the module documentation); `None` otherwise.
     pub fn respell_word(&self, word: &str) -> Option<String> {
-        if word.len() < MIN_LEN || !word.is_ascii() || self.held(word)?.all() {
-            return None;
+        match self.spelling(word) {
+            Spelling::Respelled(word) => Some(word),
+            Spelling::Held | Spelling::Lost => None,
         }
-        if let Some(whole) = self.nearest(word) {
-            return Some(whole);
+    }
+
+    /// How `word` reads: held by the index (or a stopword, or outside ASCII), respelled, or
+    /// lost (a word shorter than [`MIN_LEN`] is not respelled). A compound is respelled whole when one edit makes a name the index
+    /// holds ("QueuManager"), else part by part, one edit each ("CleintResponsd"), when that
+    /// leaves no part unknown.
+    fn spelling(&self, word: &str) -> Spelling {
+        if !word.is_ascii() || self.held(word).is_none_or(Held::all) {
+            return Spelling::Held;
+        }
+        if word.len() < MIN_LEN {
+            return Spelling::Lost;
+        }
+        if let Some(whole) = self.nearest(word).or_else(|| self.separated(word)) {
+            return Spelling::Respelled(whole);
         }
         let parts = part_ranges(word);
         if parts.len() < 2 {
-            return None;
+            return Spelling::Lost;
         }
         let mut out = String::with_capacity(word.len() + parts.len());
         let mut copied = 0;
         for part in parts {
             let text = &word[part.clone()];
-            let known = self.held(text).is_none_or(|h| h.all());
-            let fixed = if known {
+            let fixed = if self.held(text).is_none_or(Held::all) {
                 text.to_owned()
-            } else if text.len() >= MIN_LEN {
-                self.nearest(text)?
+            } else if let Some(fixed) = (text.len() >= MIN_LEN)
+                .then(|| self.nearest(text))
+                .flatten()
+            {
+                fixed
             } else {
-                return None;
+                return Spelling::Lost;
             };
             out.push_str(&word[copied..part.start]);
             out.push_str(&fixed);
             copied = part.end;
         }
         out.push_str(&word[copied..]);
-        (out != word).then_some(out)
+        if out == word {
+            Spelling::Lost
+        } else {
+            Spelling::Respelled(out)
+        }
     }
 
-    /// `text` with its slips undone: a space typed a letter early or late, or inside a word
-    /// (`respace`), and each word of `MIN_LEN` letters or more that the index
-    /// does not hold respelled ([`respell_word`](Self::respell_word)); `None` when nothing changes.
+    /// `word` with a separator it was typed without put back: a space between a stopword and a
+    /// word the index holds ("andexception", "string_viewfor"), else `_` in one or two places
+    /// where the index holds the name so spelt ("flathashmap": `flat_hash_map`).
+    fn separated(&self, word: &str) -> Option<String> {
+        let cuts = || (2..word.len().saturating_sub(1)).filter(|&i| word.is_char_boundary(i));
+        let stopword = |piece: &str| self.held(piece).is_none();
+        let fits = |piece: &str| {
+            self.held(piece)
+                .is_some_and(|h| h.all() && h.rarest() >= self.min_df())
+        };
+        for i in cuts() {
+            let (a, b) = word.split_at(i);
+            if (stopword(a) && fits(b)) || (fits(a) && stopword(b)) {
+                return Some(format!("{a} {b}"));
+            }
+        }
+        let named = |name: &str| {
+            self.held(name)
+                .is_some_and(Held::all)
+                .then(|| name.to_owned())
+        };
+        let apart = |i: usize| !word[..i].ends_with('_') && !word[i..].starts_with('_');
+        let one = |i: usize| format!("{}_{}", &word[..i], &word[i..]);
+        cuts()
+            .filter(|&i| apart(i))
+            .find_map(|i| named(&one(i)))
+            .or_else(|| {
+                cuts().filter(|&i| apart(i)).find_map(|i| {
+                    cuts().filter(|&j| j > i + 1 && apart(j)).find_map(|j| {
+                        named(&format!("{}_{}_{}", &word[..i], &word[i..j], &word[j..]))
+                    })
+                })
+            })
+    }
+
+    /// `text` with its slips undone: each word of `MIN_LEN` letters or more that the index does
+    /// not hold respelled ([`respell_word`](Self::respell_word)), and a space typed a letter
+    /// early or late, or inside a word, put back (`respace`) where the two words would otherwise
+    /// take more than one slip; `None` when nothing changes.
     pub fn respell(&self, text: &str) -> Option<String> {
         let words = ascii_words(text);
+        let spelt: Vec<Spelling> = words
+            .iter()
+            .map(|w| self.spelling(&text[w.clone()]))
+            .collect();
         let mut out = String::new();
         let (mut copied, mut i) = (0, 0);
         while i < words.len() {
             let word = words[i].clone();
+            // a slipped space is one slip: the likelier reading when the two words as typed need more
             let next = words
                 .get(i + 1)
-                .filter(|next| &text[word.end..next.start] == " ");
+                .filter(|next| &text[word.end..next.start] == " ")
+                .filter(|_| spelt[i].slips() + spelt[i + 1].slips() > 1);
             let pair = next.and_then(|next| self.respace(&text[word.clone()], &text[next.clone()]));
-            let (fixed, end) = match (pair, next) {
-                (Some(pair), Some(next)) => (Some(pair), next.end),
-                _ => (self.respell_word(&text[word.clone()]), word.end),
+            let (fixed, end) = match (pair, next, &spelt[i]) {
+                (Some(pair), Some(next), _) => (Some(pair), next.end),
+                (_, _, Spelling::Respelled(fixed)) => (Some(fixed.clone()), word.end),
+                _ => (None, word.end),
             };
             if let Some(fixed) = fixed {
                 out.push_str(&text[copied..word.start]);
@@ -323,6 +412,7 @@ mod tests {
         docs.extend(["the client reads the response"; 6]);
         docs.extend(["the QueueManager holds a queue of jobs"; 6]);
         docs.extend(["a rare manger"; 1]);
+        docs.extend(["a flat_hash_map of jobs"; 2]);
         index(&docs)
     }
 
@@ -411,7 +501,37 @@ mod tests {
             idx.respell("how it valid ates").as_deref(),
             Some("how it validates")
         );
-        // known words stay apart
+        // known words stay apart, and a word respelled on its own is not moved across a space
         assert_eq!(idx.respell("client state"), None);
+        assert_eq!(
+            idx.respell("the schem achanges").as_deref(),
+            Some("the schema changes")
+        );
+    }
+
+    #[test]
+    fn a_stopword_is_the_likeliest_word_meant() {
+        let idx = corpus();
+        assert_eq!(idx.respell("wich state").as_deref(), Some("which state"));
+        assert_eq!(
+            idx.respell("reads ford the client").as_deref(),
+            Some("reads for the client")
+        );
+        // a separator typed without
+        assert_eq!(
+            idx.respell("clientand state").as_deref(),
+            Some("client and state")
+        );
+        assert_eq!(
+            idx.respell("a flathashmap").as_deref(),
+            Some("a flat_hash_map")
+        );
+        assert_eq!(
+            idx.respell("clientreads"),
+            None,
+            "two words the index holds are not a slip"
+        );
+        // but a word the index holds comes first
+        assert_eq!(idx.respell("the stats").as_deref(), Some("the state"));
     }
 }
