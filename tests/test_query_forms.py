@@ -19,7 +19,7 @@ import pytest
 from conftest import DATASETS, ROOT, SHARED, shared_path
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, build_index
-from fastrag.retrieval.query import request_subject, with_apostrophes
+from fastrag.retrieval.query import context_request, request_subject, with_apostrophes
 from fastrag.retrieval.retriever import Retriever, clean_query
 
 XREPO = SHARED / "xrepo"
@@ -152,8 +152,34 @@ def test_every_query_asked_for_in_a_request_is_searched_as_written() -> None:
         queries += [t.query for t in xs.load_tasks(XREPO, xs.load_repos(XREPO))]
     assert len(queries) >= 200, "no question sets: run `make data`"
     for query in queries:
+        assert context_request(query) is None, query  # no question of either set tells a story first
         for asked in requests(query):
             assert clean_query(asked) == clean_query(query), (query, asked)
+
+
+def test_a_context_about_the_one_asking_is_not_searched() -> None:
+    # the request after the story is what is searched
+    assert clean_query("As an agent working on a bug fix, I need the concrete implementation of ZodError") == "ZodError"
+    assert clean_query("I'm debugging a production issue and need to find the TCP connector") == "the TCP connector"
+    assert clean_query("Task: fix flaky test. Step 2: locate the TCP connector") == "TCP connector"
+    assert (
+        clean_query("Context: we are migrating to v2. Question: where is field_validator implemented?")
+        == "where is field_validator implemented"
+    )
+    assert (
+        clean_query("I keep landing in the test suite, where is the actual code for how redirects are followed?")
+        == "where is the actual code for how redirects are followed"
+    )
+    # searched whole: a request that points back, a message that asks first, a context about the code, not the asker
+    for whole in (
+        "A coworker brought up ZodError at standup. Can you find it?",
+        "I suspect retries behave differently on Windows. Can you locate that part so I can confirm?",
+        "I'm onboarding onto this repo. Where should I start reading?",
+        "Could you pull up the code behind ZodError? I'm porting it and want to stay faithful to the original.",
+        "In the pydantic v2 codebase, where is the validator defined?",
+        "async file I/O operations, where are they?",
+    ):
+        assert clean_query(whole) == whole.rstrip("?."), whole
 
 
 def test_a_contraction_typed_without_its_apostrophe_is_read_with_it() -> None:

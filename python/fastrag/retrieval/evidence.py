@@ -278,6 +278,18 @@ def names_identifier(text: str) -> bool:
     return _IDENTIFIER.search(text) is not None
 
 
+#: Words that point back at what a message named before ("can you find it", "show me that", "where is this").
+_POINTS_BACK = re.compile(r"it|this|that|them|these|those|now|here|there", re.IGNORECASE)
+
+
+def topic_words(text: str) -> list[str]:
+    """The words of ``text`` that say what it is about: not a question's own words (:func:`_own_word`), not the
+    words that frame a request (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`), what a person says of the code
+    (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that points back ("it", "that")."""
+    framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK)
+    return [w for w in _words(text) if not (_own_word(w) or any(f.fullmatch(w) for f in framing))]
+
+
 def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:
     """The one identifier ``text`` asks about, or ``None``: ``text`` itself when it is one identifier
     (:func:`is_symbol_query`); else its only word beyond a question's own words (:data:`_STOPWORDS`,

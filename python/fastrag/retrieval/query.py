@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastrag.retrieval.evidence import subject_text
+from fastrag.retrieval.evidence import names_identifier, subject_text, topic_words
 
 #: Longest run of adjacent words joined into one identifier.
 MAX_JOINED_WORDS = 3
@@ -151,6 +151,65 @@ _BARE_CONTRACTION = re.compile(
 )
 
 
+_LABELLED = re.compile(_LABEL, re.IGNORECASE)
+#: Where the context of a message may end and what it asks may start: a sentence mark, a colon or semicolon, a
+#: comma, a dash, or "and" / "so" before what the one asking needs ("I'm debugging a crash and need to find ...").
+_CLAUSE_END = re.compile(
+    r"(?:[.;:!?]|,|\s[-–—])\s+|\s+(?:and|so)\s+(?=(?:i\s+|we\s+)?(?:need|want|have\s+to|must|would\s+like)\b)",
+    re.IGNORECASE,
+)
+#: A context about the one asking: said in the first person, "As a(n) ...", or labelled ("Context:", "Task:").
+_ABOUT_ASKER = re.compile(
+    r"\b(?:i(?!/)|i'm|im|i've|i'd|me|my|we|we're|our|us)\b"
+    r"|^\W*as\s+an?\b|^\W*(?:context|background|task|goal|situation|note|fyi|ticket|story)\b",
+    re.IGNORECASE,
+)
+#: The first words of a question.
+_QUESTION_START = re.compile(
+    r"\W*(?:how|where|what|which|why|when|who|is\s+there|are\s+there|does|do|can|could)\b", re.IGNORECASE
+)
+#: Saying what one needs, the one asking perhaps left out: "need to find", "I want to see", "we'd like".
+_NEED = re.compile(
+    rf"\W*(?:(?:i|we)(?:'d)?\s+)?(?:really\s+)?(?:need|want|would\s+like|like|have\s+to|must)\s+(?:to\s+{_INTENT}\s+)?",
+    re.IGNORECASE,
+)
+#: What a person says of the code before "implementation of": "the concrete implementation of".
+_QUALITY = re.compile(
+    r"((?:the|a|an)\s+)(?:real|actual|concrete|production|proper|underlying|original|genuine)\s+"
+    r"(?=(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)\b)",
+    re.IGNORECASE,
+)
+
+
+def context_request(text: str) -> str | None:
+    """What ``text`` asks when it first tells who asks and why: the last request or question after a context about
+    the one asking that names what it is about, by two topic words or one that is a name
+    (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a bug, I need the implementation of
+    ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the question.
+    ``None`` otherwise: a message that asks first (what follows is its reason), and one whose request only points
+    back ("can you find it?", "where should I start reading?"), are searched whole."""
+    if _asked(text) is not None:
+        return None  # it asks first: what follows is its reason, not its subject
+    for cut in reversed([found.end() for found in _CLAUSE_END.finditer(text)]):
+        subject = _asked(text[cut:]) if _ABOUT_ASKER.search(text[:cut]) else None
+        topic = topic_words(subject) if subject is not None else []
+        if len(topic) >= 2 or (topic and (names_identifier(topic[0]) or topic[0][:1].isupper())):
+            return subject
+    return None
+
+
+def _asked(text: str) -> str | None:
+    """What ``text`` asks for when it starts with a request (more than a label: "Task:"), a need or a question;
+    ``None`` otherwise."""
+    request, need = _REQUEST.match(text), _NEED.match(text)
+    label = _LABELLED.match(text)
+    if request is not None and request.end() > (label.end() if label else 0):
+        return _AFTER.sub("", text[request.end() :])
+    if need is not None:
+        return _plain_subject(_QUALITY.sub(r"\1", text[need.end() :]))
+    return text if _QUESTION_START.match(text) else None
+
+
 def with_apostrophes(text: str) -> str:
     """``text`` with its contractions typed without an apostrophe given one ("whats" → "what's", "im" → "i'm",
     "doesnt" → "doesn't"), as the rules that read a question's own words spell them."""
@@ -166,7 +225,13 @@ def request_subject(text: str) -> str:
     """What ``text`` asks to find, without the request around it (:data:`_REQUEST`, :data:`_AFTER`): "Can
     you find the HTTPAdapter" → ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry
     logic``; ``text`` itself when it makes no such request or the request is all it says. A question's own
-    words ("how does", "where is") stay: they say what kind of answer it wants."""
+    words ("how does", "where is") stay: they say what kind of answer it wants. A context about the one asking
+    before the request goes too (:func:`context_request`)."""
+    return _plain_subject(context_request(text) or text)
+
+
+def _plain_subject(text: str) -> str:
+    """:func:`request_subject` of a text that starts with its request, if it makes one."""
     found = _REQUEST.match(text)
     subject = _AFTER.sub("", text[found.end() :] if found else text)
     return subject if subject.strip() else text
