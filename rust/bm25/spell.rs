@@ -249,13 +249,16 @@ impl Bm25Index {
     /// holds ("QueuManager"), else part by part, one edit each ("CleintResponsd"), when that
     /// leaves no part unknown.
     fn spelling(&self, word: &str) -> Spelling {
-        if !word.is_ascii() || self.held(word).is_none_or(Held::all) {
+        let Some(held) = self.held(word).filter(|h| word.is_ascii() && !h.all()) else {
             return Spelling::Held;
-        }
+        };
         if word.len() < MIN_LEN {
             return Spelling::Lost;
         }
-        if let Some(whole) = self.nearest(word).or_else(|| self.separated(word)) {
+        // a name whose parts the index all holds is not missing a separator ("NemotronVL")
+        let parts_held = held.parts.is_some_and(|p| p > 0);
+        let separated = || (!parts_held).then(|| self.separated(word)).flatten();
+        if let Some(whole) = self.nearest(word).or_else(separated) {
             return Spelling::Respelled(whole);
         }
         let parts = part_ranges(word);

@@ -164,13 +164,24 @@ _ABOUT_ASKER = re.compile(
     r"|^\W*as\s+an?\b|^\W*(?:context|background|task|goal|situation|note|fyi|ticket|story)\b",
     re.IGNORECASE,
 )
+#: What starts the reason given after a request: the one asking at work ("I'm porting it", "we're on call"), their
+#: things ("my PR", "our CI broke"), or "asking because", "because", "since", "for my …", "need it for", "it's
+#: for". Not what they want ("I want to serve two adapters" says more of what is asked).
+_REASON = re.compile(
+    r"\W*(?:(?:i'm|im|i\s+am|we're|we\s+are)\s+(?:\w+ing|on|in|at)\b|(?:my|our)\b"
+    r"|(?:asking|because|since|context|background)\b|(?:need|needed)\s+(?:it|this)\b"
+    r"|(?:it's|this\s+is)\s+for\b|for\s+(?:my|our|a|an)\b)",
+    re.IGNORECASE,
+)
 #: The first words of a question.
 _QUESTION_START = re.compile(
     r"\W*(?:how|where|what|which|why|when|who|is\s+there|are\s+there|does|do|can|could)\b", re.IGNORECASE
 )
-#: Saying what one needs, the one asking perhaps left out: "need to find", "I want to see", "we'd like".
+#: Saying what one needs, the one asking perhaps left out: "need to find", "I want to see", "we'd like"; not a
+#: need that points back at what was asked ("need it before standup").
 _NEED = re.compile(
-    rf"\W*(?:(?:i|we)(?:'d)?\s+)?(?:really\s+)?(?:need|want|would\s+like|like|have\s+to|must)\s+(?:to\s+{_INTENT}\s+)?",
+    rf"\W*(?:(?:i|we)(?:'d)?\s+)?(?:really\s+)?(?:need|want|would\s+like|like|have\s+to|must)\s+(?:to\s+{_INTENT}\s+)?"
+    r"(?!(?:it|this|that|them)\b)",  # "need it before standup" points back: a reason, not a request
     re.IGNORECASE,
 )
 #: What a person says of the code before "implementation of": "the concrete implementation of".
@@ -186,15 +197,29 @@ def context_request(text: str) -> str | None:
     the one asking that names what it is about, by two topic words or one that is a name
     (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a bug, I need the implementation of
     ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the question.
-    ``None`` otherwise: a message that asks first (what follows is its reason), and one whose request only points
-    back ("can you find it?", "where should I start reading?"), are searched whole."""
+    A message that asks first and gives its reason after is searched as its request (:func:`_reasoned`). ``None``
+    otherwise: a request that only points back ("can you find it?", "where should I start reading?") leaves the
+    whole message to be searched."""
     if _asked(text) is not None:
-        return None  # it asks first: what follows is its reason, not its subject
+        return _reasoned(text)
     for cut in reversed([found.end() for found in _CLAUSE_END.finditer(text)]):
         subject = _asked(text[cut:]) if _ABOUT_ASKER.search(text[:cut]) else None
         topic = topic_words(subject) if subject is not None else []
         if len(topic) >= 2 or (topic and (names_identifier(topic[0]) or topic[0][:1].isupper())):
             return subject
+    return None
+
+
+def _reasoned(text: str) -> str | None:
+    """The request ``text`` starts with, when a reason or a context about the one asking follows it ("Where is the
+    retry policy? Asking because our CI broke", "… — I'm on call tonight") and the request names what it is about;
+    ``None`` otherwise."""
+    for cut in (found.end() for found in _CLAUSE_END.finditer(text)):
+        if _REASON.match(text[cut:]):
+            asked = text[:cut].rstrip(" ,;:-–—?.!")
+            topic = topic_words(_plain_subject(asked))
+            named = bool(topic) and (names_identifier(topic[0]) or topic[0][:1].isupper())
+            return asked if len(topic) >= 2 or named else None
     return None
 
 
