@@ -9,15 +9,20 @@
 //! words are one of those from a given word). The edits follow how people mistype: never the
 //! first letter (the one least often wrong), and a letter replaced only by a neighbouring key
 //! on a QWERTY keyboard or, for a vowel, by another vowel (a misspelling more than a slip). A
-//! compound is respelled whole, else part by part; a space typed a letter early or late, or
-//! inside a word, is put back. A word shorter than [`MIN_LEN`] letters is left as typed: one
-//! edit from it there are too many other words.
+//! compound is respelled whole, else part by part. A space typed a letter early or late, or
+//! inside a word, is put back where that is fewer slips than reading the words apart, and so is
+//! a separator typed without. A stopword is the word meant only when no word of the index is. A
+//! word shorter than [`MIN_LEN`] letters is left as typed (one edit from it there are too many
+//! other words), and so is one longer than [`MAX_LEN`].
 
 use super::Bm25Index;
 use crate::tokenizer::{for_each_token, part_ranges};
 
 /// The shortest word respelled, in letters.
 pub const MIN_LEN: usize = 4;
+/// The longest word respelled, in letters: a longer one is taken as typed (its edits would cost
+/// time and memory in the square of its length).
+pub const MAX_LEN: usize = 40;
 /// The fewest documents that must hold each token of a respelled word ...
 pub const MIN_DF: usize = 5;
 /// ... or, in a small index, one in this many of its documents (at least [`MIN_DF_FLOOR`]).
@@ -244,12 +249,15 @@ impl Bm25Index {
         }
     }
 
-    /// How `word` reads: held by the index (or a stopword, or outside ASCII), respelled, or
-    /// lost (a word shorter than [`MIN_LEN`] is not respelled). A compound is respelled whole when one edit makes a name the index
-    /// holds ("QueuManager"), else part by part, one edit each ("CleintResponsd"), when that
-    /// leaves no part unknown.
+    /// How `word` reads: held by the index (or a stopword, outside ASCII, longer than
+    /// [`MAX_LEN`]), respelled, or lost (a word shorter than [`MIN_LEN`] is not respelled). A
+    /// compound is respelled whole when one edit makes a name the index holds ("QueuManager"),
+    /// else part by part, one edit each ("CleintResponsd"), when that leaves no part unknown.
     fn spelling(&self, word: &str) -> Spelling {
-        let Some(held) = self.held(word).filter(|h| word.is_ascii() && !h.all()) else {
+        if word.len() > MAX_LEN || !word.is_ascii() {
+            return Spelling::Held;
+        }
+        let Some(held) = self.held(word).filter(|h| !h.all()) else {
             return Spelling::Held;
         };
         if word.len() < MIN_LEN {
@@ -332,9 +340,16 @@ impl Bm25Index {
     /// take more than one slip; `None` when nothing changes.
     pub fn respell(&self, text: &str) -> Option<String> {
         let words = ascii_words(text);
+        // each distinct word read once: a long query may repeat one
+        let mut read: std::collections::HashMap<&str, Spelling> = std::collections::HashMap::new();
         let spelt: Vec<Spelling> = words
             .iter()
-            .map(|w| self.spelling(&text[w.clone()]))
+            .map(|w| {
+                let word = &text[w.clone()];
+                read.entry(word)
+                    .or_insert_with(|| self.spelling(word))
+                    .clone()
+            })
             .collect();
         let mut out = String::new();
         let (mut copied, mut i) = (0, 0);
@@ -417,6 +432,17 @@ mod tests {
         docs.extend(["a rare manger"; 1]);
         docs.extend(["a flat_hash_map of jobs"; 2]);
         index(&docs)
+    }
+
+    #[test]
+    fn a_long_word_is_taken_as_typed() {
+        let idx = corpus();
+        let long = "x".repeat(4000);
+        assert_eq!(
+            idx.respell(&format!("chnages {long} {long}")).as_deref(),
+            Some(format!("changes {long} {long}").as_str())
+        );
+        assert_eq!(idx.respell_word(&"chnages".repeat(6)), None);
     }
 
     #[test]
