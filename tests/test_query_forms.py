@@ -264,7 +264,9 @@ def test_a_mistyped_word_is_read_as_the_word_meant(vllm: Retriever) -> None:
     sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
     questions = [q.question for path in sets for q in load_dataset(path).rag_questions]
     # a question spelt right is searched as written: none of these has a word the index lacks
-    respelled = [(q, vllm.respelled(clean_query(q))) for q in questions if vllm.respelled(clean_query(q)) != clean_query(q)]
+    respelled = [
+        (q, vllm.respelled(clean_query(q))) for q in questions if vllm.respelled(clean_query(q)) != clean_query(q)
+    ]
     assert not respelled
     slips = [(q, typo) for q in questions if (typo := swapped(q)) is not None]
     assert len(slips) >= 150
