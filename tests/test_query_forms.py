@@ -264,13 +264,11 @@ def test_a_mistyped_word_is_read_as_the_word_meant(vllm: Retriever) -> None:
     sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
     questions = [q.question for path in sets for q in load_dataset(path).rag_questions]
     # a question spelt right is searched as written: none of these has a word the index lacks
-    respelled = [
-        (q, vllm.respelled(clean_query(q))) for q in questions if vllm.respelled(clean_query(q)) != clean_query(q)
-    ]
+    respelled = [(q, vllm.searched(q)) for q in questions if vllm.searched(q) != clean_query(q)]
     assert not respelled
     slips = [(q, typo) for q in questions if (typo := swapped(q)) is not None]
     assert len(slips) >= 150
-    restored = [(q, typo) for q, typo in slips if vllm.respelled(clean_query(typo)) == clean_query(q)]
+    restored = [(q, typo) for q, typo in slips if vllm.searched(typo) == clean_query(q)]
     # the misses: a misspelling the corpus itself holds ("dimnesion"), a word too rare to be the one meant
     assert len(restored) >= 0.95 * len(slips), sorted(set(slips) - set(restored))
     asked = restored[:50]

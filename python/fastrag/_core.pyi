@@ -149,7 +149,7 @@ class Bm25Index:
         """IDF of the exact term (not tokenized); 0.0 if it is not in the vocabulary."""
 
     def respell(self, text: str) -> str | None:
-        """``text`` with each word of five letters or more that the index holds no spelling of respelled as the
+        """``text`` with each word of four letters or more that the index holds no spelling of respelled as the
         nearest one it holds, one slip of the keys away (``None`` when no word changes)."""
 
     def tokenize(self, text: str) -> list[str]:

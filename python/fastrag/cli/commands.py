@@ -187,9 +187,8 @@ class Commands(AgentCommands):
                 refused.setdefault(path, Skipped(exc.rel_path, exc.reason))
                 raise
 
-        typed = clean_query(text)
-        searched = retriever.respelled(typed)
-        if searched != typed:
+        searched = retriever.searched(text)
+        if searched != clean_query(text):
             status(f"searched for: {searched}")
         shown = shown_hits(hits, read, searched)
         if as_json:

@@ -173,7 +173,7 @@ class Retriever:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if k <= 0:
             return [[] for _ in queries]
-        clean = [self.respelled(clean_query(q)) for q in queries]
+        clean = [self.searched(q) for q in queries]
         if mode == "vector" and not self.index.has_vectors:
             if int(self.index.manifest.get("vectors_pending") or 0):
                 raise UserError(
@@ -225,6 +225,11 @@ class Retriever:
                 hits = interleave(places[i], hits)
             results.append(distinct(hits, k))
         return results
+
+    def searched(self, query: str) -> str:
+        """What is searched for ``query``: the query cleaned (:func:`clean_query`), then respelled
+        (:meth:`respelled`). Every caller that reports or searches a query reads it here."""
+        return self.respelled(clean_query(query))
 
     def respelled(self, query: str) -> str:
         """``query`` with each word the index holds no spelling of read as the nearest one it holds, one slip of

@@ -41,7 +41,7 @@ from fastrag.errors import UsageError, UserError, as_invoked
 from fastrag.indexing.generations import SHARDS_KEY
 from fastrag.indexing.sources import repository_name
 from fastrag.retrieval.filters import SearchFilter
-from fastrag.retrieval.retriever import clean_query, hits_to_sources
+from fastrag.retrieval.retriever import hits_to_sources
 from fastrag.server.agent_tools import AgentTools
 from fastrag.server.agent_tools import register as register_agent_tools
 from fastrag.server.answers import Answerer
@@ -113,7 +113,7 @@ class Tools:
             )
         return {
             "query": text,
-            "searched": live.retriever.respelled(clean_query(text)),
+            "searched": live.retriever.searched(text),
             "mode": chosen_mode,
             "filter": chosen.as_json(),
             "generation": live.generation,

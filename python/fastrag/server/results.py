@@ -62,7 +62,7 @@ class SearchResults:
         body = encode(
             {
                 "query": query,
-                "searched": live.retriever.respelled(query),
+                "searched": live.retriever.searched(query),
                 "k": k,
                 "mode": mode,
                 "filter": search_filter.as_json(),
