@@ -181,14 +181,28 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     assert clean_query("Quick one from the platform team: show me ZodError. Need it by 10") == (
         "Quick one from the platform team: show me ZodError. Need it by 10"
     )
-    # searched whole: a request that points back, a need after a question, a context about the code, not the asker
+    # a last request that only points back at what was told: what was told, without the request's own words
+    for told, request in (
+        ("A coworker brought up ZodError at standup", "Can you find it?"),
+        ("The flaky test seems to involve the retry policy somehow", "Find it for me?"),
+        ("Profiling shows a lot of time spent in connection pooling", "Where is that code?"),
+        ("pretty sure we already have cookie parsing somewhere", "where is it"),
+        ("A user reported that the JSON encoder silently swallows errors", "Can you show me where that happens?"),
+    ):
+        sep = ", " if request[0].islower() else ". "
+        assert clean_query(told + sep + request) == told, request
+    # a name is a topic whatever it spells (HandlerStack is no word about handling), and one named in the request
+    # keeps the request
+    assert clean_query("We're seeing 500s since the deploy. Need to look at HandlerStack.") == "to look at HandlerStack"
+    assert clean_query("I'm going in circles. where does Container get built") == "where does Container get built"
+    assert clean_query("It broke after the upgrade. Can you find it in Container?") == (
+        "It broke after the upgrade. Can you find it in Container"
+    )
+    # searched whole: a request that names its own topic, a need after a question, a context about the code
     for whole in (
-        "A coworker brought up ZodError at standup. Can you find it?",
         "I suspect retries behave differently on Windows. Can you locate that part so I can confirm?",
-        "I'm onboarding onto this repo. Where should I start reading?",
         "How do I enable LoRA? I want to serve two adapters.",
         "In the pydantic v2 codebase, where is the validator defined?",
-        "async file I/O operations, where are they?",
     ):
         assert clean_query(whole) == whole.rstrip("?."), whole
 

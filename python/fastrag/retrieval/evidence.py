@@ -285,9 +285,12 @@ _POINTS_BACK = re.compile(r"it|this|that|them|these|those|now|here|there", re.IG
 def topic_words(text: str) -> list[str]:
     """The words of ``text`` that say what it is about: not a question's own words (:func:`_own_word`), not the
     words that frame a request (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`), what a person says of the code
-    (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that points back ("it", "that")."""
+    (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that points back ("it", "that"). A word shaped as a
+    name in code is one whatever it spells (``HandlerStack`` is no word about handling)."""
     framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK)
-    return [w for w in _words(text) if not (_own_word(w) or any(f.fullmatch(w) for f in framing))]
+    return [
+        w for w in _words(text) if names_identifier(w) or not (_own_word(w) or any(f.fullmatch(w) for f in framing))
+    ]
 
 
 def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:

@@ -184,6 +184,8 @@ _NEED = re.compile(
     r"(?!(?:it|this|that|them)\b)",  # "need it before standup" points back: a reason, not a request
     re.IGNORECASE,
 )
+#: A word that starts with a capital (a name, when it is not a sentence's first word).
+_CAPITALISED = re.compile(r"\b[A-Z]")
 #: What a person says of the code before "implementation of": "the concrete implementation of".
 _QUALITY = re.compile(
     r"((?:the|a|an)\s+)(?:real|actual|concrete|production|proper|underlying|original|genuine)\s+"
@@ -197,17 +199,36 @@ def context_request(text: str) -> str | None:
     the one asking that names what it is about, by two topic words or one that is a name
     (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a bug, I need the implementation of
     ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the question.
-    A message that asks first and gives its reason after is searched as its request (:func:`_reasoned`). ``None``
-    otherwise: a request that only points back ("can you find it?", "where should I start reading?") leaves the
-    whole message to be searched."""
+    A message that asks first and gives its reason after is searched as its request (:func:`_reasoned`). A message
+    whose last request only points back at what it told ("… I think the retry policy is the culprit. Can you find
+    it?") is searched without that request (:func:`_told`). ``None`` otherwise."""
     if _asked(text) is not None:
         return _reasoned(text)
-    for cut in reversed([found.end() for found in _CLAUSE_END.finditer(text)]):
+    ends = list(_CLAUSE_END.finditer(text))
+    for cut in reversed([found.end() for found in ends]):
         subject = _asked(text[cut:]) if _ABOUT_ASKER.search(text[:cut]) else None
-        topic = topic_words(subject) if subject is not None else []
-        if len(topic) >= 2 or (topic and (names_identifier(topic[0]) or topic[0][:1].isupper())):
+        if subject is not None and _names_topic(subject):
             return subject
-    return None
+    return _told(text, ends[-1]) if ends else None
+
+
+def _names_topic(text: str) -> bool:
+    """Whether ``text`` names what it is about: two topic words (:func:`~fastrag.retrieval.evidence.topic_words`),
+    or one that is a name."""
+    topic = topic_words(text)
+    return len(topic) >= 2 or (bool(topic) and (names_identifier(topic[0]) or topic[0][:1].isupper()))
+
+
+def _told(text: str, last: re.Match[str]) -> str | None:
+    """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
+    it for me", "can you show me where that happens", "Point me at the relevant files") and what was told names its
+    topic; ``None`` otherwise. The request's words ("find", "show", "code") would search for themselves. A request
+    with a capitalised word after its first (a name) stays."""
+    request = _asked(text[last.end() :])
+    if request is None or topic_words(request) or _CAPITALISED.search(request, 1):
+        return None
+    told = text[: last.start()].rstrip(" ,;:-–—?.!")
+    return told if _names_topic(told) else None
 
 
 def _reasoned(text: str) -> str | None:
@@ -217,9 +238,7 @@ def _reasoned(text: str) -> str | None:
     for cut in (found.end() for found in _CLAUSE_END.finditer(text)):
         if _REASON.match(text[cut:]):
             asked = text[:cut].rstrip(" ,;:-–—?.!")
-            topic = topic_words(_plain_subject(asked))
-            named = bool(topic) and (names_identifier(topic[0]) or topic[0][:1].isupper())
-            return asked if len(topic) >= 2 or named else None
+            return asked if _names_topic(_plain_subject(asked)) else None
     return None
 
 
