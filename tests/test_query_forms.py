@@ -170,6 +170,18 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         clean_query("I keep landing in the test suite, where is the actual code for how redirects are followed?")
         == "where is the actual code for how redirects are followed"
     )
+    # a context opened by what the one asking is doing, and a need after ", so"
+    assert clean_query(
+        "Porting this module to async over the sprint, so I need the original code for the TCP connector."
+    ) == ("TCP connector")
+    assert clean_query("Working on a refactor of the config layer. Which modules touch the cookie jar?") == (
+        "Which modules touch the cookie jar"
+    )
+    for whole in (
+        "According to the docs, where is the TCP connector configured?",
+        "Using LoRA adapters, how do I merge?",
+    ):
+        assert clean_query(whole) == whole.rstrip("?"), whole
     # a request first, its reason after: the request
     assert (
         clean_query("Where is the TCP connector? Asking because our CI broke overnight.")

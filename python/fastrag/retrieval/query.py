@@ -153,15 +153,24 @@ _BARE_CONTRACTION = re.compile(
 
 _LABELLED = re.compile(_LABEL, re.IGNORECASE)
 #: Where the context of a message may end and what it asks may start: a sentence mark, a colon or semicolon, a
-#: comma, a dash, or "and" / "so" before what the one asking needs ("I'm debugging a crash and need to find ...").
+#: comma, a dash, or "and" / "so" before what the one asking needs ("I'm debugging a crash and need to find ...",
+#: "… over the sprint, so I need …").
 _CLAUSE_END = re.compile(
-    r"(?:[.;:!?]|,|\s[-–—])\s+|\s+(?:and|so)\s+(?=(?:i\s+|we\s+)?(?:need|want|have\s+to|must|would\s+like)\b)",
+    r"(?:,\s*|\s+)(?:and|so)\s+(?=(?:i\s+|we\s+)?(?:need|want|have\s+to|must|would\s+like)\b)"
+    r"|(?:[.;:!?]|,|\s[-–—])\s+",
     re.IGNORECASE,
 )
-#: A context about the one asking: said in the first person, "As a(n) ...", or labelled ("Context:", "Task:").
+#: Words in "-ing" that open a sentence without telling what the one asking does: "According to the docs, …",
+#: "Using LoRA, how do I …".
+_NOT_DOING = (
+    r"(?:accord|regard|concern|consider|includ|exclud|follow|assum|us|hav|be|noth|someth|anyth|everyth|bring|ship)ing\b"
+)
+#: A context about the one asking: said in the first person, "As a(n) ...", labelled ("Context:", "Task:"), or
+#: opened by what they are doing ("Writing a migration guide, …", "Porting this module to async, so …").
 _ABOUT_ASKER = re.compile(
     r"\b(?:i(?!/)|i'm|im|i've|i'd|me|my|we|we're|our|us)\b"
-    r"|^\W*as\s+an?\b|^\W*(?:context|background|task|goal|situation|note|fyi|ticket|story)\b",
+    r"|^\W*as\s+an?\b|^\W*(?:context|background|task|goal|situation|note|fyi|ticket|story)\b"
+    rf"|^\W*(?!{_NOT_DOING})[a-z]{{3,}}ing\s",
     re.IGNORECASE,
 )
 #: What starts the reason given after a request: the one asking at work ("I'm porting it", "we're on call"), their
