@@ -182,6 +182,14 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         "Using LoRA adapters, how do I merge?",
     ):
         assert clean_query(whole) == whole.rstrip("?"), whole
+    # a last sentence that only thanks or signs off is said to the one answering
+    assert clean_query("Hi! Could you find the retry policy? Thanks so much.") == "retry policy"
+    assert clean_query("where is the retry policy handled?\n\nThanks, Priya") == "where is the retry policy handled"
+    assert clean_query("I'm stuck. I want to see the TCP connector, nothing fancy. No rush at all!") == (
+        "TCP connector, nothing fancy"
+    )
+    for kept in ("Thanks", "ThankYou", "thank you notes"):
+        assert clean_query(kept) == kept
     # a request first, its reason after: the request
     assert (
         clean_query("Where is the TCP connector? Asking because our CI broke overnight.")

@@ -64,10 +64,10 @@ _THING = r"(?:code|logic|something|anything|functions?|class(?:es)?|modules?|met
 #: Words that greet before a request or a question: "hey", "please", "ok".
 _GREETING = r"(?:hey|hi|hello|ok|okay|so|please)"
 #: A label or a greeting before the question itself: "Quick question:", "Q:", "onboarding question:", "Task:", "hey,",
-#: "hi there,".
+#: "hi there,", "Hi!".
 _LABEL = (
     r"(?:(?:(?:a\s+)?[\w-]+\s+)?(?:(?:question|q|one|task|request)\s*:|question\s+[-–—])\s*)?"
-    rf"(?:{_GREETING}(?:\s+there)?\s*,\s*)?"
+    rf"(?:{_GREETING}(?:\s+there)?\s*[,!]\s*)?"
 )
 #: Asking to be told about it rather than shown it: "I need to understand", "help me learn about".
 _LEARN = r"(?:understand|know|learn|read)(?:\s+more)?(?:\s+about)?"
@@ -107,6 +107,17 @@ _AFTER = re.compile(
     rf"(?:[\s,]+(?:in|from)\s+(?:this|the|our|my)\s+{_CODEBASE}|\s+in\s+here)?"
     r"(?:[\s,]+explained)?(?:[\s,]+(?:please|pls|plz|thanks|thx|thank\s+you)\W*)?$",
     re.IGNORECASE,
+)
+
+
+#: A last sentence that only thanks or signs off, a name perhaps after it: "Thanks so much!", "No rush at all.",
+#: "cheers", "Much appreciated - Priya", "Thanks in advance". What it says is said to the one answering, and a
+#: request before it is then the message's last.
+_SIGN_OFF = re.compile(
+    r"(?:[.!?;,]|\s[-–—]|\n)\s*(?:(?i:thanks|thank\s+you|thx|ty|cheers|many\s+thanks|much\s+appreciated"
+    r"|(?:i|i'd|i\s+would|would)?\s*(?:really\s+)?appreciate\s+(?:it|that|this|any\s+help)|no\s+rush(?:\s+at\s+all)?"
+    r"|(?:kind\s+|best\s+)?regards|best\s+wishes)(?i:\s+(?:so|very)\s+much|\s+a\s+lot|\s+in\s+advance)?"
+    r"(?:[\s,.!-]+[A-Z][a-z]+)?[\s.!]*)+$",
 )
 
 
@@ -279,7 +290,10 @@ def request_subject(text: str) -> str:
     you find the HTTPAdapter" → ``HTTPAdapter``, "show me the retry logic in this repo, please" → ``retry
     logic``; ``text`` itself when it makes no such request or the request is all it says. A question's own
     words ("how does", "where is") stay: they say what kind of answer it wants. A context about the one asking
-    before the request goes too (:func:`context_request`)."""
+    before the request goes too (:func:`context_request`), and so does a last sentence that only thanks
+    (:data:`_SIGN_OFF`)."""
+    signed = _SIGN_OFF.search(text)
+    text = text[: signed.start()] if signed is not None and signed.start() > 0 else text
     return _plain_subject(context_request(text) or text)
 
 
