@@ -112,12 +112,13 @@ _AFTER = re.compile(
 
 #: A last sentence that only thanks or signs off, a name perhaps after it: "Thanks so much!", "No rush at all.",
 #: "cheers", "Much appreciated - Priya", "Thanks in advance". What it says is said to the one answering, and a
-#: request before it is then the message's last.
+#: request before it is then the message's last. One phrase, not a run of them: a repeated group whose words may
+#: also be read as the name after it would backtrack exponentially on a long run of "Thanks".
 _SIGN_OFF = re.compile(
-    r"(?:[.!?;,]|\s[-–—]|\n)\s*(?:(?i:thanks|thank\s+you|thx|ty|cheers|many\s+thanks|much\s+appreciated"
+    r"(?:[.!?;,]|\s[-–—]|\n)\s*(?i:thanks|thank\s+you|thx|ty|cheers|many\s+thanks|much\s+appreciated"
     r"|(?:i|i'd|i\s+would|would)?\s*(?:really\s+)?appreciate\s+(?:it|that|this|any\s+help)|no\s+rush(?:\s+at\s+all)?"
     r"|(?:kind\s+|best\s+)?regards|best\s+wishes)(?i:\s+(?:so|very)\s+much|\s+a\s+lot|\s+in\s+advance)?"
-    r"(?:[\s,.!-]+[A-Z][a-z]+)?[\s.!]*)+$",
+    r"(?:[\s,.!-]+[A-Z][a-z]+)?[\s.!]*$",
 )
 
 
