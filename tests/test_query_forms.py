@@ -183,6 +183,14 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         "Using LoRA adapters, how do I merge?",
     ):
         assert clean_query(whole) == whole.rstrip("?"), whole
+    # a need said in the first person follows a context, whoever the context is about; one that points back does not
+    assert clean_query("Ugh, the docs are no help here. I just want to see the actual code for the TCP connector.") == (
+        "TCP connector"
+    )
+    told = "A customer's bug report is all about the TCP connector"
+    assert clean_query(told + ". I need to read the code that does this first.") == told
+    whole = "A customer's bug report is all about the TCP connector. I need the code that does this before I reply"
+    assert clean_query(whole + ".") == whole
     # a last sentence that only thanks or signs off is said to the one answering
     assert clean_query("Hi! Could you find the retry policy? Thanks so much.") == "retry policy"
     assert clean_query("where is the retry policy handled?\n\nThanks, Priya") == "where is the retry policy handled"

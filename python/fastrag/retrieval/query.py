@@ -201,10 +201,19 @@ _QUESTION_START = re.compile(
 #: Saying what one needs, the one asking perhaps left out: "need to find", "I want to see", "we'd like"; not a
 #: need that points back at what was asked ("need it before standup").
 _NEED = re.compile(
-    rf"\W*(?:(?:i|we)(?:'d)?\s+)?(?:really\s+)?(?:need|want|would\s+like|like|have\s+to|must)\s+(?:to\s+{_INTENT}\s+)?"
+    rf"\W*(?:(?:i|we)(?:'d)?\s+)?(?:(?:really|just|only|also)\s+)?(?:need|want|would\s+like|like|have\s+to|must)\s+"
+    rf"(?:to\s+{_INTENT}\s+)?"
     r"(?!(?:it|this|that|them)\b)",  # "need it before standup" points back: a reason, not a request
     re.IGNORECASE,
 )
+#: A need said in the first person ("I just want to see", "we need"): what comes before it is the asker's context,
+#: whoever it is about ("Ugh, the docs are no help here. I just want to see the code for …").
+_FIRST_PERSON_NEED = re.compile(
+    r"(?:i|we)(?:'d)?\s+(?:(?:really|just|only|also)\s+)?(?:need|want|would\s+like)\b", re.IGNORECASE
+)
+#: A request's subject that starts by pointing back ("the code that does this before I reply" read as "this before I
+#: reply"): what it asks for was told before it.
+_POINTS_BACK_FIRST = re.compile(r"\W*(?:it|this|that|them|these|those)\b", re.IGNORECASE)
 #: A word that starts with a capital (a name, when it is not a sentence's first word).
 _CAPITALISED = re.compile(r"\b[A-Z]")
 #: What a person says of the code before "implementation of": "the concrete implementation of".
@@ -217,7 +226,7 @@ _QUALITY = re.compile(
 
 def context_request(text: str) -> str | None:
     """What ``text`` asks when it first tells who asks and why: the last request or question after a context about
-    the one asking that names what it is about, by two topic words or one that is a name
+    the one asking (or a need said in the first person after any context) that names what it is about, by two topic words or one that is a name
     (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a bug, I need the implementation of
     ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the question.
     A message that asks first and gives its reason after is searched as its request (:func:`_reasoned`). A message
@@ -227,8 +236,9 @@ def context_request(text: str) -> str | None:
         return _reasoned(text)
     ends = list(_CLAUSE_END.finditer(text))
     for cut in reversed([found.end() for found in ends]):
-        subject = _asked(text[cut:]) if _ABOUT_ASKER.search(text[:cut]) else None
-        if subject is not None and _names_topic(subject):
+        asker = _ABOUT_ASKER.search(text[:cut]) or _FIRST_PERSON_NEED.match(text, cut)
+        subject = _asked(text[cut:]) if asker else None
+        if subject is not None and not _POINTS_BACK_FIRST.match(subject) and _names_topic(subject):
             return subject
     return _told(text, ends[-1]) if ends else None
 
