@@ -226,12 +226,13 @@ _QUALITY = re.compile(
 
 def context_request(text: str) -> str | None:
     """What ``text`` asks when it first tells who asks and why: the last request or question after a context about
-    the one asking (or a need said in the first person after any context) that names what it is about, by two topic words or one that is a name
-    (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a bug, I need the implementation of
-    ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the question.
-    A message that asks first and gives its reason after is searched as its request (:func:`_reasoned`). A message
-    whose last request only points back at what it told ("… I think the retry policy is the culprit. Can you find
-    it?") is searched without that request (:func:`_told`). ``None`` otherwise."""
+    the one asking (or a need said in the first person after any context) that names what it is about, by two
+    topic words or one that is a name (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a
+    bug, I need the implementation of ZodError" → ``ZodError``; "I keep landing in the tests, where is the code
+    for retries?" → the question. A message that asks first and gives its reason after is searched as its request
+    (:func:`_reasoned`). A message whose last request only points back at what it told ("… I think the retry
+    policy is the culprit. Can you find it?") is searched without that request (:func:`_told`). ``None``
+    otherwise."""
     if _asked(text) is not None:
         return _reasoned(text)
     ends = list(_CLAUSE_END.finditer(text))
