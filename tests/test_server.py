@@ -27,6 +27,7 @@ from fastrag.answering.prompt import NO_SOURCES_ANSWER
 from fastrag.config import DEFAULT_MODE, MODES
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.indexing.generations import ChunkTable, current_generation
+from fastrag.retrieval.retriever import clean_query
 from fastrag.server import answers as answers_module
 from fastrag.server import create_app
 from fastrag.server import routes as routes_module
@@ -198,6 +199,16 @@ def test_search_reads_a_mistyped_word_as_the_index_spells_it(client: TestClient)
     right = client.get("/search", params={"query": "load lora adapter", "k": 3}).json()
     assert typed["query"] == "load lora adaptre" and typed["searched"] == "load lora adapter" == right["searched"]
     assert typed["results"] == right["results"]
+
+
+def test_search_reads_a_message_as_every_other_caller_does(client: TestClient) -> None:
+    # a message whose cleaned text would clean further ("ZodType for me. A customer reported a bug and I have to
+    # reply …" → "reply …"): the API cleans it once, as the CLI and MCP do, and says what it searched
+    message = "Locate load_lora_adapter for me. A customer reported a bug and I have to reply with something by EOD."
+    served = client.get("/search", params={"query": message, "k": 3, "mode": "lexical"}).json()
+    assert served["searched"] == served["query"] == clean_query(message) != clean_query(clean_query(message))
+    assert {r["file_path"] for r in served["results"]} <= {"data/raw/repo/docs/lora.md", "data/raw/repo/pkg/engine.py"}
+    assert served["results"]
 
 
 def test_search_finds_the_lora_files(client: TestClient) -> None:

@@ -53,15 +53,15 @@ class SearchResults:
     def search(self, query: str, k: int, mode: str, search_filter: SearchFilter = NO_FILTER) -> tuple[bytes, bool]:
         """The JSON response for a search (of the files ``search_filter`` accepts) and whether it was cached."""
         live = self.current()
-        query = clean_query(query)
-        key = (query, k, mode, search_filter, live.generation)
+        cleaned = clean_query(query)  # the search reads only this: equal cleaned texts share one cached answer
+        key = (cleaned, k, mode, search_filter, live.generation)
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        hits = live.search(query, k, mode, search_filter)
+        hits = live.search(query, k, mode, search_filter)  # cleaned there as every caller's query is, once
         body = encode(
             {
-                "query": query,
+                "query": cleaned,
                 "searched": live.retriever.searched(query),
                 "k": k,
                 "mode": mode,
