@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -390,6 +391,7 @@ def bare_query(query: str) -> str:
         text = bare
 
 
+@functools.lru_cache(maxsize=1024)
 def clean_query(query: str) -> str:
     """``query`` as valid Unicode, without the marks around it and the request around what it asks for:
     blank becomes empty, undecodable bytes become U+FFFD, the marks :func:`bare_query` drops are dropped,
@@ -400,7 +402,8 @@ def clean_query(query: str) -> str:
     Arguments with non-UTF-8 bytes reach Python as lone surrogates (``surrogateescape``), and
     JSON may spell lone surrogates too; neither can cross into Rust as UTF-8. A query means what
     its words say: the same question with or without its question mark is ranked the same, and so is
-    a name typed alone or asked for in a sentence.
+    a name typed alone or asked for in a sentence. Kept for the last queries read: a served query is read for
+    its cache key, its search and the "searched" it reports, and reading a long message is not free.
     """
     text = bare_query(query)
     if not text.strip():
