@@ -35,6 +35,7 @@ from fastrag.indexing.languages import BUILD_NAMES, BUILD_SUFFIXES, BY_NAME
 
 __all__ = [
     "MIN_PREFIX",
+    "POINTS_BACK_PRONOUNS",
     "TRAITS",
     "PathKind",
     "PathWords",
@@ -49,6 +50,7 @@ __all__ = [
     "query_traits",
     "subject_text",
     "symbol_name",
+    "topic_words",
 ]
 
 #: Languages whose files are prose: documentation rather than code.
@@ -278,8 +280,10 @@ def names_identifier(text: str) -> bool:
     return _IDENTIFIER.search(text) is not None
 
 
-#: Words that point back at what a message named before ("can you find it", "show me that", "where is this").
-_POINTS_BACK = re.compile(r"it|this|that|them|these|those|now|here|there", re.IGNORECASE)
+#: The pronouns that point back at what a message named before ("can you find it", "show me that").
+POINTS_BACK_PRONOUNS = r"it|this|that|them|these|those"
+#: Words that point back at what a message named before: those pronouns, and "now", "here", "there".
+_POINTS_BACK = re.compile(rf"{POINTS_BACK_PRONOUNS}|now|here|there", re.IGNORECASE)
 
 
 def topic_words(text: str) -> list[str]:

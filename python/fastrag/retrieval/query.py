@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from fastrag.retrieval.evidence import names_identifier, subject_text, topic_words
+from fastrag.retrieval.evidence import POINTS_BACK_PRONOUNS, names_identifier, subject_text, topic_words
 
 #: Longest run of adjacent words joined into one identifier.
 MAX_JOINED_WORDS = 3
@@ -213,7 +213,7 @@ _FIRST_PERSON_NEED = re.compile(
 )
 #: A request's subject that starts by pointing back ("the code that does this before I reply" read as "this before I
 #: reply"): what it asks for was told before it.
-_POINTS_BACK_FIRST = re.compile(r"\W*(?:it|this|that|them|these|those)\b", re.IGNORECASE)
+_POINTS_BACK_FIRST = re.compile(rf"\W*(?:{POINTS_BACK_PRONOUNS})\b", re.IGNORECASE)
 #: A word that starts with a capital (a name, when it is not a sentence's first word).
 _CAPITALISED = re.compile(r"\b[A-Z]")
 #: What a person says of the code before "implementation of": "the concrete implementation of".
