@@ -236,8 +236,11 @@ def context_request(text: str) -> str | None:
     if _asked(text) is not None:
         return _reasoned(text)
     ends = list(_CLAUSE_END.finditer(text))
+    # A context about the one asking lies before a cut when its first mention ends there: read once, not per cut.
+    about = _ABOUT_ASKER.search(text)
+    told_from = about.end() if about is not None else len(text) + 1
     for cut in reversed([found.end() for found in ends]):
-        asker = _ABOUT_ASKER.search(text[:cut]) or _FIRST_PERSON_NEED.match(text, cut)
+        asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut)
         subject = _asked(text[cut:]) if asker else None
         if subject is not None and not _POINTS_BACK_FIRST.match(subject) and _names_topic(subject):
             return subject
