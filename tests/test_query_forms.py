@@ -207,6 +207,10 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     started = time.perf_counter()
     clean_query(("a, " * 1400)[:4096])
     assert time.perf_counter() - started < 0.25
+    # nor once per clause and reason: every sentence here is a context about the one asking
+    started = time.perf_counter()
+    clean_query(("I. " * 1400)[:4096])
+    assert time.perf_counter() - started < 0.25
     # a request first, its reason after: the request
     assert (
         clean_query("Where is the TCP connector? Asking because our CI broke overnight.")
@@ -215,8 +219,31 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     assert clean_query("show me connection pooling - I'm fixing a crash in prod") == "connection pooling"
     assert clean_query("Quick one: show me the code for ZodError. Need it before standup at 10.") == "ZodError"
     # a need that points back is a reason, not the request
-    assert clean_query("Quick one from the platform team: show me ZodError. Need it by 10") == (
-        "Quick one from the platform team: show me ZodError. Need it by 10"
+    assert clean_query("Quick one from the platform team: show me ZodError. Need it by 10") == "ZodError"
+    # a request after a story about someone else: the request, when it names its topic
+    assert clean_query(
+        "Saw a deprecation warning pointing at compat.py, but that file just forwards calls. Point me to where the real"
+        " work for the TCP connector happens."
+    ) == ("where the real work for the TCP connector happens")
+    # a request that points back at the story ("behind that", "of it", "track it down") is not searched alone; of the
+    # story, the last sentence that names its topic is
+    assert clean_query("I keep seeing references to retries in the logs. Show me the code behind that.") == (
+        "I keep seeing references to retries in the logs"
+    )
+    assert clean_query(
+        "Customer saw 502s after upgrading. Logs hint at the TCP connector. Find the code responsible."
+    ) == ("Logs hint at the TCP connector")
+    told = "Apparently the retry policy was rewritten last year and nobody updated the wiki"
+    assert (
+        clean_query(told + ". Can you locate the current version of it?")
+        == told + ". Can you locate the current version of it"
+    )
+    assert clean_query(
+        "My lead wants me to extend the TCP connector. No idea where that is, can you track it down?"
+    ) == ("My lead wants me to extend the TCP connector. No idea where that is")
+    # a pronoun after what the request names is about that
+    assert clean_query("Customer says this regressed and I want to see the TCP connector as it exists now") == (
+        "TCP connector as it exists now"
     )
     # a last request that only points back at what was told: what was told, without the request's own words
     for told, request in (

@@ -284,17 +284,29 @@ def names_identifier(text: str) -> bool:
 POINTS_BACK_PRONOUNS = r"it|this|that|them|these|those"
 #: Words that point back at what a message named before: those pronouns, and "now", "here", "there".
 _POINTS_BACK = re.compile(rf"{POINTS_BACK_PRONOUNS}|now|here|there", re.IGNORECASE)
+#: Words that name nothing a message asks about: what places or relates it ("the code behind that", "somewhere
+#: around it", "before standup"), a verb's particle or a hedge ("track it down", "actually", "somehow"), and the
+#: verbs of fetching ("track down", "pull up", "grab").
+_NAMING_NOTHING = re.compile(
+    r"about|above|across|after|against|along|among|around|before|behind|below|beneath|beside|besides|between"
+    r"|beyond|during|inside|onto|outside|over|past|since|than|through|throughout|toward|towards|under|until|upon"
+    r"|via|within|without|somewhere|anywhere|everywhere|something|anything|everything"
+    r"|up|down|out|off|back|away|actually|really|just|exactly|even|also|still|only|already|somehow|again|please"
+    r"|track|hunt|pull|fetch|grab|pinpoint",
+    re.IGNORECASE,
+)
 
 
-def topic_words(text: str) -> list[str]:
-    """The words of ``text`` that say what it is about: not a question's own words (:func:`_own_word`), not the
-    words that frame a request (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`), what a person says of the code
-    (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that points back ("it", "that"). A word shaped as a
-    name in code is one whatever it spells (``HandlerStack`` is no word about handling)."""
-    framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK)
-    return [
+def topic_words(text: str) -> Iterator[str]:
+    """The words of ``text`` that say what it is about, in order and read as they are asked for: not a question's
+    own words (:func:`_own_word`), not the words that frame a request (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`),
+    what a person says of the code (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that names nothing
+    (:data:`_POINTS_BACK`, :data:`_NAMING_NOTHING`). A word shaped as a name in code is one whatever it spells
+    (``HandlerStack`` is no word about handling)."""
+    framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK, _NAMING_NOTHING)
+    return (
         w for w in _words(text) if names_identifier(w) or not (_own_word(w) or any(f.fullmatch(w) for f in framing))
-    ]
+    )
 
 
 def asked_symbol(text: str, names_code: Callable[[str], bool] = names_identifier) -> str | None:

@@ -20,7 +20,10 @@ sentence is still a query of one identifier.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -172,6 +175,12 @@ _CLAUSE_END = re.compile(
     r"|(?:[.;:!?]|,|\s[-–—])\s+",
     re.IGNORECASE,
 )
+#: The marks that end a sentence, or a label's colon.
+_SENTENCE_MARKS = ".;:!?"
+#: How many of a clause's first words are read for what it names (:func:`_leading_topic`).
+_TOPIC_WORDS = 48
+#: Where a sentence ends.
+_SENTENCE_END = re.compile(r"[.!?]+\s+")
 #: Words in "-ing" that open a sentence without telling what the one asking does: "According to the docs, …",
 #: "Using LoRA, how do I …".
 _NOT_DOING = (
@@ -214,6 +223,12 @@ _FIRST_PERSON_NEED = re.compile(
 #: A request's subject that starts by pointing back ("the code that does this before I reply" read as "this before I
 #: reply"): what it asks for was told before it.
 _POINTS_BACK_FIRST = re.compile(rf"\W*(?:{POINTS_BACK_PRONOUNS})\b", re.IGNORECASE)
+#: A request's subject that ends by pointing back ("the current version of it"): what it is of was told before.
+_POINTS_BACK_LAST = re.compile(
+    rf"\b(?:of|for|behind|about|on|in|at|into|from|with)\s+(?:{POINTS_BACK_PRONOUNS})\W*$", re.IGNORECASE
+)
+#: The pronouns that always point back, wherever they stand ("this" and "that" may also say which).
+_POINTS_BACK_ANYWHERE = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
 #: A word that starts with a capital (a name, when it is not a sentence's first word).
 _CAPITALISED = re.compile(r"\b[A-Z]")
 #: What a person says of the code before "implementation of": "the concrete implementation of".
@@ -226,55 +241,96 @@ _QUALITY = re.compile(
 
 def context_request(text: str) -> str | None:
     """What ``text`` asks when it first tells who asks and why: the last request or question after a context about
-    the one asking (or a need said in the first person after any context) that names what it is about, by two
-    topic words or one that is a name (:func:`~fastrag.retrieval.evidence.topic_words`): "As an agent fixing a
-    bug, I need the implementation of ZodError" → ``ZodError``; "I keep landing in the tests, where is the code
-    for retries?" → the question. A message that asks first and gives its reason after is searched as its request
-    (:func:`_reasoned`). A message whose last request only points back at what it told ("… I think the retry
-    policy is the culprit. Can you find it?") is searched without that request (:func:`_told`). ``None``
-    otherwise."""
+    the one asking (or a need said in the first person, or a sentence that is a request, after any context) that
+    names what it is about, by two topic words or one that is a name (:func:`~fastrag.retrieval.evidence.topic_words`),
+    and does not point back at the context (:func:`_points_back`): "As an agent fixing a bug, I need the
+    implementation of ZodError" → ``ZodError``; "I keep landing in the tests, where is the code for retries?" → the
+    question; "Saw a warning in compat.py. Point me to the retry policy" → the request. A request with its reason
+    after it is searched without the reason (:func:`_reasoned`). A message whose last request only points back at
+    what it told ("… I think the retry policy is the culprit. Can you find it?") is searched without that request
+    (:func:`_told`). ``None`` otherwise."""
     if _asked(text) is not None:
-        return _reasoned(text)
+        return _reasoned(text, 0, _reason_cuts(text))
     ends = list(_CLAUSE_END.finditer(text))
     # A context about the one asking lies before a cut when its first mention ends there: read once, not per cut.
     about = _ABOUT_ASKER.search(text)
     told_from = about.end() if about is not None else len(text) + 1
-    for cut in reversed([found.end() for found in ends]):
-        asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut)
-        subject = _asked(text[cut:]) if asker else None
-        if subject is not None and not _POINTS_BACK_FIRST.match(subject) and _names_topic(subject):
+    reasons = _reason_cuts(text)
+    for found in reversed(ends):
+        cut = found.end()
+        asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut) or _commanded(text, found)
+        subject = _asked(_reasoned(text, cut, reasons) or text[cut:]) if asker else None
+        if subject is not None and not _points_back(subject) and _names_topic(subject):
             return subject
     return _told(text, ends[-1]) if ends else None
+
+
+def _points_back(subject: str) -> bool:
+    """Whether a request's ``subject`` points back at what was told before it: it starts or ends so, or speaks of
+    "it" or "them" before it names anything ("can you track it down", "where is it actually implemented"; not
+    "the parser as it exists now")."""
+    if _POINTS_BACK_FIRST.match(subject) is not None or _POINTS_BACK_LAST.search(subject) is not None:
+        return True
+    pronoun = _POINTS_BACK_ANYWHERE.search(subject)
+    return pronoun is not None and next(_leading_topic(subject[: pronoun.start()]), None) is None
+
+
+def _commanded(text: str, end: re.Match[str]) -> bool:
+    """Whether the sentence after ``end`` (a clause end of ``text`` that ends a sentence) is a request or a need, not
+    a question: "Quick one from the platform team: show me …", "Saw a warning in compat.py. Point me to …"."""
+    if end.group()[:1] not in _SENTENCE_MARKS:
+        return False
+    tail = text[end.end() :]
+    request, label = _REQUEST.match(tail), _LABELLED.match(tail)
+    return (request is not None and request.end() > (label.end() if label else 0)) or _NEED.match(tail) is not None
 
 
 def _names_topic(text: str) -> bool:
     """Whether ``text`` names what it is about: two topic words (:func:`~fastrag.retrieval.evidence.topic_words`),
     or one that is a name."""
-    topic = topic_words(text)
+    topic = list(itertools.islice(_leading_topic(text), 2))
     return len(topic) >= 2 or (bool(topic) and (names_identifier(topic[0]) or topic[0][:1].isupper()))
+
+
+def _leading_topic(text: str) -> Iterator[str]:
+    """The topic words (:func:`~fastrag.retrieval.evidence.topic_words`) among the first :data:`_TOPIC_WORDS` words
+    of ``text``: a clause names what it is about early, and a message of thousands of words is read in linear time."""
+    return topic_words(" ".join(text.split()[:_TOPIC_WORDS]))
 
 
 def _told(text: str, last: re.Match[str]) -> str | None:
     """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
     it for me", "can you show me where that happens", "Point me at the relevant files") and what was told names its
-    topic; ``None`` otherwise. The request's words ("find", "show", "code") would search for themselves. A request
-    with a capitalised word after its first (a name) stays."""
+    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic ("Customer saw 502s. Logs
+    hint at the TCP connector. Find the code responsible." → "Logs hint at the TCP connector"). The request's words
+    ("find", "show", "code") would search for themselves. A request with a capitalised word after its first (a
+    name) stays."""
     request = _asked(text[last.end() :])
-    if request is None or topic_words(request) or _CAPITALISED.search(request, 1):
+    if request is None or next(_leading_topic(request), None) is not None or _CAPITALISED.search(request, 1):
         return None
     told = text[: last.start()].rstrip(" ,;:-–—?.!")
-    return told if _names_topic(told) else None
+    if not _names_topic(told):
+        return None
+    for cut in reversed([found.end() for found in _SENTENCE_END.finditer(told)]):
+        if _names_topic(told[cut:]):
+            return told[cut:]
+    return told
 
 
-def _reasoned(text: str) -> str | None:
-    """The request ``text`` starts with, when a reason or a context about the one asking follows it ("Where is the
-    retry policy? Asking because our CI broke", "… — I'm on call tonight") and the request names what it is about;
-    ``None`` otherwise."""
-    for cut in (found.end() for found in _CLAUSE_END.finditer(text)):
-        if _REASON.match(text[cut:]):
-            asked = text[:cut].rstrip(" ,;:-–—?.!")
-            return asked if _names_topic(_plain_subject(asked)) else None
-    return None
+def _reasoned(text: str, start: int, reasons: Sequence[int]) -> str | None:
+    """The request ``text`` starts with at ``start``, when a reason or a context about the one asking follows it
+    ("Where is the retry policy? Asking because our CI broke", "… — I'm on call tonight") and the request names what
+    it is about; ``None`` otherwise. ``reasons`` are where the reasons of ``text`` start (:func:`_reason_cuts`)."""
+    after = bisect.bisect_right(reasons, start)
+    if after == len(reasons):
+        return None
+    asked = text[start : reasons[after]].rstrip(" ,;:-–—?.!")
+    return asked if _names_topic(_plain_subject(asked)) else None
+
+
+def _reason_cuts(text: str) -> list[int]:
+    """Where a reason (:data:`_REASON`) starts a clause of ``text``, in order."""
+    return [found.end() for found in _CLAUSE_END.finditer(text) if _REASON.match(text, found.end())]
 
 
 def _asked(text: str) -> str | None:
