@@ -241,6 +241,23 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     assert clean_query(
         "My lead wants me to extend the TCP connector. No idea where that is, can you track it down?"
     ) == ("My lead wants me to extend the TCP connector. No idea where that is")
+    # a question after a story about someone else: the question
+    assert clean_query("Saw a weird warning in the logs this morning. How do I enable LoRA at runtime?") == (
+        "How do I enable LoRA at runtime"
+    )
+    assert clean_query("Quick question from the infra team: where is the retry policy?") == "where is the retry policy"
+    # an agent's fields: the one that says what to find is searched, the ones that say how to answer are not
+    for message in (
+        'intent=locate_code query="TCP connector" scope=src exclude=tests,docs limit=10',
+        'search_code(query="TCP connector", top_k=5, include_tests=false)',
+        "- task: find definition\n- target: TCP connector\n- output: file path + one-line summary",
+        "query: TCP connector | type: definition | lang: any | results: 5",
+        "[agent] searching codebase :: target=TCP connector :: reason=user request",
+        "Goal: locate the implementation of TCP connector. Constraints: only source files, max 5 results.",
+        "GOAL: fix failing test | SUBTASK: locate TCP connector | OUTPUT: file paths + line ranges",
+    ):
+        assert clean_query(message) == "TCP connector", message
+    assert clean_query("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
     # a pronoun after what the request names is about that
     assert clean_query("Customer says this regressed and I want to see the TCP connector as it exists now") == (
         "TCP connector as it exists now"

@@ -125,6 +125,26 @@ _SIGN_OFF = re.compile(
 )
 
 
+#: A field that says how to answer, not what to find, as an agent writes it after what it asks: "Constraints: cite
+#: sources", "Scope: src", "Output: file paths", "max 5 results", "limit=10". It and what follows are not searched.
+_HOW_TO_ANSWER = re.compile(
+    r"(?:^|[\s.;,|])(?i:constraints?|scope|output|format|limits?|max(?:imum)?|return(?:s|ing)?|exclud(?:e|ing)"
+    r"|includ(?:e|ing)|filters?|top_?k|depth|reason|notes?|deadline|priority|budget|style|requirements?"
+    r"|prefer(?:ences?)?)\s*[:=](?![:=])",
+)
+
+
+#: A field that says what to find, as an agent writes it: "query: …", 'query="…"', "target: …", "subject: …". Its
+#: value (quoted, or up to the next field, "|", ";" or line) is what is asked.
+_WHAT_TO_FIND = re.compile(
+    r"(?:^|[\s(|;,\[{-])(?i:query|q|target|subject|topic|term|terms|keywords?|symbol|search_?for|lookup)\s*[:=]\s*"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^|;\n]*?)"
+    r"(?=\s*(?:[|;\n)\]}]|[\s,]\s*[\w-]+\s*[:=](?![:=])|$))"
+)
+#: The marks around a field's value.
+_FIELD_MARKS = " \"'`,.:"
+
+
 class Vocabulary(Protocol):
     """What the query side needs from an index: its tokenizer and its term statistics."""
 
@@ -282,7 +302,11 @@ def _commanded(text: str, end: re.Match[str]) -> bool:
         return False
     tail = text[end.end() :]
     request, label = _REQUEST.match(tail), _LABELLED.match(tail)
-    return (request is not None and request.end() > (label.end() if label else 0)) or _NEED.match(tail) is not None
+    return (
+        (request is not None and request.end() > (label.end() if label else 0))
+        or _NEED.match(tail) is not None
+        or _QUESTION_START.match(tail) is not None
+    )
 
 
 def _names_topic(text: str) -> bool:
@@ -362,9 +386,16 @@ def request_subject(text: str) -> str:
     logic``; ``text`` itself when it makes no such request or the request is all it says. A question's own
     words ("how does", "where is") stay: they say what kind of answer it wants. A context about the one asking
     before the request goes too (:func:`context_request`), and so does a last sentence that only thanks
-    (:data:`_SIGN_OFF`)."""
+    (:data:`_SIGN_OFF`). Of an agent's fields, the one that says what to find is searched (:data:`_WHAT_TO_FIND`:
+    'query="retry policy" limit=10'), and those that say how to answer are not (:data:`_HOW_TO_ANSWER`:
+    "Constraints: only source files")."""
     signed = _SIGN_OFF.search(text)
     text = text[: signed.start()] if signed is not None and signed.start() > 0 else text
+    field = _HOW_TO_ANSWER.search(text)
+    text = text[: field.start()].rstrip(_FIELD_MARKS + "|;-–—") if field is not None and field.start() > 0 else text
+    named = _WHAT_TO_FIND.search(text)
+    if named is not None and named.group("value").strip(_FIELD_MARKS):
+        return _plain_subject(named.group("value").strip(_FIELD_MARKS))
     return _plain_subject(context_request(text) or text)
 
 

@@ -416,7 +416,7 @@ def clean_query(query: str) -> str:
         except UnicodeEncodeError:
             raw = text.encode("utf-8", "replace")
         text = raw.decode("utf-8", "replace")
-    return request_subject(with_apostrophes(text))
+    return bare_query(request_subject(with_apostrophes(text)))
 
 
 def distinct(hits: Iterable[Hit], k: int) -> list[Hit]:
