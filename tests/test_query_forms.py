@@ -258,6 +258,15 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     ):
         assert clean_query(message) == "TCP connector", message
     assert clean_query("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
+    # verbs of fetching make a request before the code they fetch, and only then
+    assert clean_query("A colleague flagged a race; please pull up the logic responsible for the retry policy") == (
+        "retry policy"
+    )
+    assert clean_query("Investigating CI failure on main. Next action: retreive the code responsible for ZodType") == (
+        "ZodType"
+    )
+    assert clean_query("Fetch the relevant source for the TCP connector") == "TCP connector"
+    assert clean_query("fetch retries and timeouts") == "fetch retries and timeouts"
     # a pronoun after what the request names is about that
     assert clean_query("Customer says this regressed and I want to see the TCP connector as it exists now") == (
         "TCP connector as it exists now"

@@ -82,6 +82,18 @@ _INTENT = rf"(?:{_VERB}|see|{_LEARN}|{_CHANGE})"
 _WANTING = r"(?:(?:i|we)(?:\s+(?:want|need|have|would\s+like)|'d\s+like)|(?:i'?m|i\s+am|we'?re|we\s+are)\s+trying)"
 #: Asking for help with it: "help me understand", "help me fix", "help me with".
 _HELP = rf"help\s+me\s+(?:{_INTENT}|with)"
+#: Verbs of fetching that make a request only before the code they fetch: "pull up the logic responsible for",
+#: "Fetch the relevant source for" ("fetch retries" is about fetching).
+_FETCH = (
+    r"(?:pull\s+up|fetch|retrieve|retreive|grab|gather|surface|dig\s+up|bring\s+up|track\s+down|read\s+through"
+    r"|open\s+up|open)"
+)
+#: The code a request asks for, before what it is of: "the code for", "source for", "the relevant source for", "the
+#: logic responsible for", "source context for", "the code behind".
+_CODE_FOR = (
+    r"(?:(?:relevant|actual|real)\s+)?(?:(?:source\s+)?(?:code|implementation|definition)|logic|source)"
+    r"(?:\s+context)?\s+(?:for|of|behind|responsible\s+for)"
+)
 _REQUEST = re.compile(
     rf"^\s*{_LABEL}(?:(?:{_GREETING}[\s,]+)?(?:"
     r"(?:give\s+me\s+)?(?:an?\s+)?overview\s+of|"
@@ -97,12 +109,13 @@ _REQUEST = re.compile(
     r"|(?:any\s+idea|do\s+you\s+know|does\s+anyone\s+know)"
     r"|(?:explain|describe)(?:\s+to\s+me)?"
     r"|(?:find|locate|search\s+for|look\s+for|look\s+up)"
+    rf"|{_FETCH}(?:\s+me)?(?=\s+{_ARTICLE}{_CODE_FOR})"
     r"|(?:more\s+)?(?:info|information|details)\s+(?:about|on)|(?:what|anything|something)\s+(?:about|on)"
     rf"|(?:is|are)\s+there\s+{_ARTICLE}{_THING}\s+(?:for|to|about|that\s+handles?|which\s+handles?)"
     rf"|(?:does|do)\s+(?:this|the|our|we)\s+(?:{_CODEBASE}\s+)?"
     r"(?:have|contain|include|implement)"
     rf")\s+{_ARTICLE}(?=\S))?"
-    rf"(?:{_ARTICLE}(?:(?:source\s+)?(?:code|implementation|definition)\s+(?:for|of)"
+    rf"(?:{_ARTICLE}(?:{_CODE_FOR}"
     rf"|(?:code|logic)\s+(?:that|which)\s+(?:does|handles|implements|performs))\s+{_ARTICLE}(?=\S))?",
     re.IGNORECASE,
 )
