@@ -258,6 +258,11 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     ):
         assert clean_query(message) == "TCP connector", message
     assert clean_query("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
+    # a sentence that says how to answer is not searched, and "Do not …" asks nothing
+    assert clean_query("Locate the TCP connector. Return paths only.") == "TCP connector"
+    assert clean_query("Planner: find the retry policy. Do not modify files. Respond with paths and line ranges") == (
+        "retry policy"
+    )
     # verbs of fetching make a request before the code they fetch, and only then
     assert clean_query("A colleague flagged a race; please pull up the logic responsible for the retry policy") == (
         "retry policy"

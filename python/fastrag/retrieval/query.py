@@ -147,6 +147,12 @@ _HOW_TO_ANSWER = re.compile(
 )
 
 
+#: A sentence that tells how to answer, not what to find: "Do not modify files.", "Respond with paths and line ranges",
+#: "Return paths only", "Only return source files".
+_INSTRUCTION = re.compile(
+    r"(?:[.!?;]\s+|\n\s*)(?i:do\s+not|don'?t|never|respond|reply|return|output|answer\s+with|format|limit|cite"
+    r"|only\s+(?:return|list|show|include)|include|exclude)\b"
+)
 #: A field that says what to find, as an agent writes it: "query: …", 'query="…"', "target: …", "subject: …". Its
 #: value (quoted, or up to the next field, "|", ";" or line) is what is asked.
 _WHAT_TO_FIND = re.compile(
@@ -238,7 +244,7 @@ _REASON = re.compile(
 )
 #: The first words of a question.
 _QUESTION_START = re.compile(
-    r"\W*(?:how|where|what|which|why|when|who|is\s+there|are\s+there|does|do|can|could)\b", re.IGNORECASE
+    r"\W*(?:how|where|what|which|why|when|who|is\s+there|are\s+there|does|do|can|could)\b(?!\s+not\b)", re.IGNORECASE
 )
 #: Saying what one needs, the one asking perhaps left out: "need to find", "I want to see", "we'd like"; not a
 #: need that points back at what was asked ("need it before standup").
@@ -404,7 +410,7 @@ def request_subject(text: str) -> str:
     "Constraints: only source files")."""
     signed = _SIGN_OFF.search(text)
     text = text[: signed.start()] if signed is not None and signed.start() > 0 else text
-    field = _HOW_TO_ANSWER.search(text)
+    field = _HOW_TO_ANSWER.search(text) or _INSTRUCTION.search(text)
     text = text[: field.start()].rstrip(_FIELD_MARKS + "|;-–—") if field is not None and field.start() > 0 else text
     named = _WHAT_TO_FIND.search(text)
     if named is not None and named.group("value").strip(_FIELD_MARKS):
