@@ -218,6 +218,18 @@ _CLAUSE_END = re.compile(
 _SENTENCE_MARKS = ".;:!?"
 #: How many of a clause's first words are read for what it names (:func:`_leading_topic`).
 _TOPIC_WORDS = 48
+#: The words of a story that point at what it is about: "mentions", "involves", "suspect", "related to", "it's"; not
+#: a participle, which may follow what it is about ("… mentioned in error messages").
+_MENTIONS = re.compile(
+    r"\b(?:mentions?|mentioning|involves?|involving|touch(?:es)?|suspects?"
+    r"|(?:related|relates|due|down)\s+to|points\s+(?:at|to)|pointing\s+(?:at|to)|point\s+at|blames?|hints?\s+at"
+    r"|(?:it|that)(?:['’]s|\s+is)(?!\s+(?:what|where|how|why|when|who|because|not|just|something|somewhere)\b)"
+    r"|caused\s+by|(?:something|thing|class|function|module|file|method|setting|option|flag)\s+(?:called|named))"
+    r"\s+(?:(?:the|a|an)\s+)?",
+    re.IGNORECASE,
+)
+#: Where a clause that goes on after what a story names starts: ", but …", " and I …", " so …".
+_GOES_ON = re.compile(r",?\s+(?:but|and\s+(?:i|we|nobody|no\s+one)|so|because|since)\s+|;\s+", re.IGNORECASE)
 #: Where a sentence ends.
 _SENTENCE_END = re.compile(r"[.!?]+\s+")
 #: Words in "-ing" that open a sentence without telling what the one asking does: "According to the docs, …",
@@ -344,8 +356,9 @@ def _leading_topic(text: str) -> Iterator[str]:
 def _told(text: str, last: re.Match[str]) -> str | None:
     """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
     it for me", "can you show me where that happens", "Point me at the relevant files") and what was told names its
-    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic ("Customer saw 502s. Logs
-    hint at the TCP connector. Find the code responsible." → "Logs hint at the TCP connector"). The request's words
+    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic, from the word that points at
+    it (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the code responsible." → "TCP
+    connector"). The request's words
     ("find", "show", "code") would search for themselves. A request with a capitalised word after its first (a
     name) stays."""
     request = _asked(text[last.end() :])
@@ -356,8 +369,19 @@ def _told(text: str, last: re.Match[str]) -> str | None:
         return None
     for cut in reversed([found.end() for found in _SENTENCE_END.finditer(told)]):
         if _names_topic(told[cut:]):
-            return told[cut:]
-    return told
+            return _mentioned(told[cut:])
+    return _mentioned(told)
+
+
+def _mentioned(told: str) -> str:
+    """What a sentence of a story names after the first word that points at it ("the changelog mentions …", "Support
+    thinks it's …", "I suspect it's related to …"), without a clause that goes on after it (", but …"), when that
+    names the topic; else the sentence."""
+    found = _MENTIONS.search(told)
+    if found is None:
+        return told
+    named = _GOES_ON.split(told[found.end() :], maxsplit=1)[0]
+    return named if _names_topic(named) else told
 
 
 def _reasoned(text: str, start: int, reasons: Sequence[int]) -> str | None:
