@@ -282,6 +282,17 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     ) == ("HandlerStack")
     seen = "I keep seeing ZodType mentioned in error messages but never in our own code"
     assert clean_query(seen + ". Where does that live?") == seen
+    # a further ask joined to the request ("and explain the control flow", "and are there any docs …") names no topic:
+    # the request before it does, or the story if that only points back ("the relevant code")
+    assert clean_query(
+        "Requests hang. I suspect the retry policy might be involved. Please find the relevant code and explain the"
+        " control flow."
+    ) == ("retry policy might be involved")
+    assert "retry policy" in clean_query(
+        "Trying to understand the retry policy before I open a PR. What is the entry point, and are there any docs?"
+    )
+    # a step's number names nothing
+    assert "retry policy" in clean_query("Task: add logging around the retry policy. Step 1: locate the relevant code.")
     # a pronoun after what the request names is about that
     assert clean_query("Customer says this regressed and I want to see the TCP connector as it exists now") == (
         "TCP connector as it exists now"

@@ -284,6 +284,8 @@ def names_identifier(text: str) -> bool:
 POINTS_BACK_PRONOUNS = r"it|this|that|them|these|those"
 #: Words that point back at what a message named before: those pronouns, and "now", "here", "there".
 _POINTS_BACK = re.compile(rf"{POINTS_BACK_PRONOUNS}|now|here|there", re.IGNORECASE)
+#: A number ("Step 1", "by 10", "4.2"): it counts or versions what a message names.
+_NUMBER = re.compile(r"\d[\d.,:x%]*")
 #: Words that name nothing a message asks about: what places or relates it ("the code behind that", "somewhere
 #: around it", "before standup"), a verb's particle or a hedge ("track it down", "actually", "somehow"), and the
 #: verbs of fetching ("track down", "pull up", "grab").
@@ -303,7 +305,7 @@ def topic_words(text: str) -> Iterator[str]:
     what a person says of the code (:data:`_CODE_QUALITY`, :data:`_CODE_ITSELF`) or a word that names nothing
     (:data:`_POINTS_BACK`, :data:`_NAMING_NOTHING`). A word shaped as a name in code is one whatever it spells
     (``HandlerStack`` is no word about handling)."""
-    framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK, _NAMING_NOTHING)
+    framing = (_FRAME_VERB, _FRAME_PLACE, _CODE_QUALITY, _CODE_ITSELF, _POINTS_BACK, _NAMING_NOTHING, _NUMBER)
     return (
         w for w in _words(text) if names_identifier(w) or not (_own_word(w) or any(f.fullmatch(w) for f in framing))
     )

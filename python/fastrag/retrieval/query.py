@@ -230,6 +230,13 @@ _MENTIONS = re.compile(
 )
 #: Where a clause that goes on after what a story names starts: ", but …", " and I …", " so …".
 _GOES_ON = re.compile(r",?\s+(?:but|and\s+(?:i|we|nobody|no\s+one)|so|because|since)\s+|;\s+", re.IGNORECASE)
+#: A further ask joined to a request, about the answer rather than what to find: "find the relevant code and explain
+#: the control flow", "What's the entry point, and are there any docs …". The request is what names what to find.
+_FURTHER_ASK = re.compile(
+    r"(?:,\s*|\s+)and\s+(?=(?:are|is|do|does|can|could|explain|describe|show|list|tell|summari[sz]e|give|walk|any"
+    r"|also|then|what|where|how|which|why|who)\b)",
+    re.IGNORECASE,
+)
 #: Where a sentence ends.
 _SENTENCE_END = re.compile(r"[.!?]+\s+")
 #: Words in "-ing" that open a sentence without telling what the one asking does: "According to the docs, …",
@@ -311,6 +318,7 @@ def context_request(text: str) -> str | None:
         cut = found.end()
         asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut) or _commanded(text, found)
         subject = _asked(_reasoned(text, cut, reasons) or text[cut:]) if asker else None
+        subject = _FURTHER_ASK.split(subject, maxsplit=1)[0] if subject is not None else None
         if subject is not None and not _points_back(subject) and _names_topic(subject):
             return subject
     return _told(text, ends[-1]) if ends else None
@@ -340,11 +348,12 @@ def _commanded(text: str, end: re.Match[str]) -> bool:
     )
 
 
-def _names_topic(text: str) -> bool:
+def _names_topic(text: str, capitalised: bool = True) -> bool:
     """Whether ``text`` names what it is about: two topic words (:func:`~fastrag.retrieval.evidence.topic_words`),
-    or one that is a name."""
+    or one that is a name: shaped as one in code, or (when ``capitalised``) typed with a capital ("Step 1" is no
+    sentence about anything)."""
     topic = list(itertools.islice(_leading_topic(text), 2))
-    return len(topic) >= 2 or (bool(topic) and (names_identifier(topic[0]) or topic[0][:1].isupper()))
+    return len(topic) >= 2 or (bool(topic) and (names_identifier(topic[0]) or (capitalised and topic[0][:1].isupper())))
 
 
 def _leading_topic(text: str) -> Iterator[str]:
@@ -362,13 +371,14 @@ def _told(text: str, last: re.Match[str]) -> str | None:
     ("find", "show", "code") would search for themselves. A request with a capitalised word after its first (a
     name) stays."""
     request = _asked(text[last.end() :])
+    request = _FURTHER_ASK.split(request, maxsplit=1)[0] if request is not None else None
     if request is None or next(_leading_topic(request), None) is not None or _CAPITALISED.search(request, 1):
         return None
     told = text[: last.start()].rstrip(" ,;:-–—?.!")
     if not _names_topic(told):
         return None
     for cut in reversed([found.end() for found in _SENTENCE_END.finditer(told)]):
-        if _names_topic(told[cut:]):
+        if _names_topic(told[cut:], capitalised=False):
             return _mentioned(told[cut:])
     return _mentioned(told)
 
