@@ -294,7 +294,7 @@ _NAMING_NOTHING = re.compile(
     r"|beyond|during|inside|onto|outside|over|past|since|than|through|throughout|toward|towards|under|until|upon"
     r"|via|within|without|somewhere|anywhere|everywhere|something|anything|everything"
     r"|up|down|out|off|back|away|actually|really|just|exactly|even|also|still|only|already|somehow|again|please"
-    r"|track|hunt|pull|fetch|grab|pinpoint",
+    r"|track|hunt|pull|fetch|grab|pinpoint|one|ones|points?|existing|current|latest|whole|entire",
     re.IGNORECASE,
 )
 

@@ -222,7 +222,7 @@ _TOPIC_WORDS = 48
 #: a participle, which may follow what it is about ("… mentioned in error messages").
 _MENTIONS = re.compile(
     r"\b(?:mentions?|mentioning|involves?|involving|touch(?:es)?|suspects?"
-    r"|(?:related|relates|due|down)\s+to|points\s+(?:at|to)|pointing\s+(?:at|to)|point\s+at|blames?|hints?\s+at"
+    r"|(?:related|relates|due|down|similar)\s+to|points\s+(?:at|to)|pointing\s+(?:at|to)|point\s+at|blames?|hints?\s+at"
     r"|(?:it|that)(?:['’]s|\s+is)(?!\s+(?:what|where|how|why|when|who|because|not|just|something|somewhere)\b)"
     r"|caused\s+by|(?:something|thing|class|function|module|file|method|setting|option|flag)\s+(?:called|named))"
     r"\s+(?:(?:the|a|an)\s+)?",
@@ -230,11 +230,20 @@ _MENTIONS = re.compile(
 )
 #: Where a clause that goes on after what a story names starts: ", but …", " and I …", " so …".
 _GOES_ON = re.compile(r",?\s+(?:but|and\s+(?:i|we|nobody|no\s+one)|so|because|since)\s+|;\s+", re.IGNORECASE)
-#: A further ask joined to a request, about the answer rather than what to find: "find the relevant code and explain
-#: the control flow", "What's the entry point, and are there any docs …". The request is what names what to find.
+#: A further ask joined to a request, about the answer rather than what to find ("find the relevant code and explain
+#: the control flow", "What's the entry point, and are there any docs …"), its purpose ("… so I can compare", "… to
+#: use as a template"), or a sentence after it. The request is what names what to find.
 _FURTHER_ASK = re.compile(
     r"(?:,\s*|\s+)and\s+(?=(?:are|is|do|does|can|could|explain|describe|show|list|tell|summari[sz]e|give|walk|any"
-    r"|also|then|what|where|how|which|why|who)\b)",
+    r"|also|then|what|where|how|which|why|who|point|maybe|highlight|note|flag|suggest|check|mention|let)\b)"
+    r"|\s+so\s+(?:that\s+)?(?:i|we)\b|[.!?]+\s+"
+    r"|\s+(?:in\s+order\s+)?to\s+"
+    r"(?=(?:use|reuse|see|check|compare|understand|figure|learn|copy|follow|extend|model|base)\b)",
+    re.IGNORECASE,
+)
+#: The first word of a question, or of one put with its verb first ("is the old version still around").
+_ASKING_FIRST = re.compile(
+    r"\W*(?:how|where|what|which|why|when|who|is|are|was|were|does|do|did|can|could|will|would|should|has|have)\b",
     re.IGNORECASE,
 )
 #: Where a sentence ends.
@@ -365,11 +374,10 @@ def _leading_topic(text: str) -> Iterator[str]:
 def _told(text: str, last: re.Match[str]) -> str | None:
     """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
     it for me", "can you show me where that happens", "Point me at the relevant files") and what was told names its
-    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic, from the word that points at
-    it (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the code responsible." → "TCP
-    connector"). The request's words
-    ("find", "show", "code") would search for themselves. A request with a capitalised word after its first (a
-    name) stays."""
+    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic and asks nothing, from the
+    word that points at it (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the code
+    responsible." → "TCP connector"). The request's words ("find", "show", "code") would search for themselves. A
+    request with a capitalised word after its first (a name) stays."""
     request = _asked(text[last.end() :])
     request = _FURTHER_ASK.split(request, maxsplit=1)[0] if request is not None else None
     if request is None or next(_leading_topic(request), None) is not None or _CAPITALISED.search(request, 1):
@@ -377,9 +385,11 @@ def _told(text: str, last: re.Match[str]) -> str | None:
     told = text[: last.start()].rstrip(" ,;:-–—?.!")
     if not _names_topic(told):
         return None
-    for cut in reversed([found.end() for found in _SENTENCE_END.finditer(told)]):
-        if _names_topic(told[cut:], capitalised=False):
-            return _mentioned(told[cut:])
+    starts = [0, *(found.end() for found in _SENTENCE_END.finditer(told))]
+    for start, end in reversed(list(zip(starts, [*starts[1:], len(told)]))):
+        sentence = told[start:end].rstrip(" ,;:-–—?.!")
+        if not _ASKING_FIRST.match(sentence) and _names_topic(sentence, capitalised=False):
+            return _mentioned(sentence)
     return _mentioned(told)
 
 
