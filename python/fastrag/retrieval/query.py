@@ -296,6 +296,12 @@ _POINTS_BACK_LAST = re.compile(
 )
 #: The pronouns that always point back, wherever they stand ("this" and "that" may also say which).
 _POINTS_BACK_ANYWHERE = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
+#: "this", "that", "these", "those" saying which after a question's verb or a preposition: "Where is that warning
+#: emitted", "the code behind this feature" (not "the code that handles …").
+_POINTS_BACK_WHICH = re.compile(
+    r"\b(?:is|are|was|were|does|do|did|of|for|in|on|at|about|behind|with|from|into)\s+(?:this|that|these|those)\b",
+    re.IGNORECASE,
+)
 #: A word that starts with a capital (a name, when it is not a sentence's first word).
 _CAPITALISED = re.compile(r"\b[A-Z]")
 #: What a person says of the code before "implementation of": "the concrete implementation of".
@@ -327,8 +333,8 @@ def context_request(text: str) -> str | None:
         cut = found.end()
         asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut) or _commanded(text, found)
         subject = _asked(_reasoned(text, cut, reasons) or text[cut:]) if asker else None
-        subject = _FURTHER_ASK.split(subject, maxsplit=1)[0] if subject is not None else None
-        if subject is not None and not _points_back(subject) and _names_topic(subject):
+        head = _FURTHER_ASK.split(subject, maxsplit=1)[0] if subject is not None else None
+        if subject is not None and head is not None and not _points_back(head) and _names_topic(head):
             return subject
     return _told(text, ends[-1]) if ends else None
 
@@ -339,7 +345,7 @@ def _points_back(subject: str) -> bool:
     "the parser as it exists now")."""
     if _POINTS_BACK_FIRST.match(subject) is not None or _POINTS_BACK_LAST.search(subject) is not None:
         return True
-    pronoun = _POINTS_BACK_ANYWHERE.search(subject)
+    pronoun = _POINTS_BACK_ANYWHERE.search(subject) or _POINTS_BACK_WHICH.search(subject)
     return pronoun is not None and next(_leading_topic(subject[: pronoun.start()]), None) is None
 
 
@@ -373,24 +379,29 @@ def _leading_topic(text: str) -> Iterator[str]:
 
 def _told(text: str, last: re.Match[str]) -> str | None:
     """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
-    it for me", "can you show me where that happens", "Point me at the relevant files") and what was told names its
-    topic; ``None`` otherwise. Of what was told, its last sentence that names the topic and asks nothing, from the
-    word that points at it (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the code
-    responsible." → "TCP connector"). The request's words ("find", "show", "code") would search for themselves. A
-    request with a capitalised word after its first (a name) stays."""
+    it for me", "can you show me where that happens", "Point me at the relevant files", or a word besides: "the
+    current version of it") and what was told names its
+    topic; ``None`` otherwise. Of what was told, what follows the word that points at the topic in its last sentence
+    that has one and asks nothing (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the
+    code responsible." → "TCP connector"), else all it states. The request's words ("find", "show", "code") would search
+    for themselves. A request with a capitalised word after its first (a name) stays."""
     request = _asked(text[last.end() :])
     request = _FURTHER_ASK.split(request, maxsplit=1)[0] if request is not None else None
-    if request is None or next(_leading_topic(request), None) is not None or _CAPITALISED.search(request, 1):
+    if request is None or _CAPITALISED.search(request, 1):
+        return None
+    named = list(itertools.islice(_leading_topic(request), 2))
+    if len(named) > 1 or (named and not _points_back(request)):
         return None
     told = text[: last.start()].rstrip(" ,;:-–—?.!")
     if not _names_topic(told):
         return None
     starts = [0, *(found.end() for found in _SENTENCE_END.finditer(told))]
-    for start, end in reversed(list(zip(starts, [*starts[1:], len(told)]))):
-        sentence = told[start:end].rstrip(" ,;:-–—?.!")
-        if not _ASKING_FIRST.match(sentence) and _names_topic(sentence, capitalised=False):
-            return _mentioned(sentence)
-    return _mentioned(told)
+    sentences = [told[start:end].rstrip(" ,;:-–—?.!") for start, end in zip(starts, [*starts[1:], len(told)])]
+    stated = [sentence for sentence in sentences if not _ASKING_FIRST.match(sentence)]
+    for sentence in reversed(stated):
+        if (named := _mentioned(sentence)) != sentence:
+            return named
+    return ". ".join(stated) if stated and _names_topic(". ".join(stated)) else told
 
 
 def _mentioned(told: str) -> str:
