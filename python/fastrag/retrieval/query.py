@@ -379,18 +379,18 @@ def _leading_topic(text: str) -> Iterator[str]:
 
 def _told(text: str, last: re.Match[str]) -> str | None:
     """What ``text`` told before its last clause, when that clause is a request that only points back at it ("Find
-    it for me", "can you show me where that happens", "Point me at the relevant files", or a word besides: "the
-    current version of it") and what was told names its
-    topic; ``None`` otherwise. Of what was told, what follows the word that points at the topic in its last sentence
-    that has one and asks nothing (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the
-    code responsible." → "TCP connector"), else all it states. The request's words ("find", "show", "code") would search
-    for themselves. A request with a capitalised word after its first (a name) stays."""
+    it for me", "can you show me where that happens", "Point me at the relevant files", or with one word besides:
+    "the current version of it") and what was told names its topic; ``None`` otherwise. Of what was told, what
+    follows the word that points at the topic in its last sentence that has one and asks nothing
+    (:func:`_mentioned`: "Customer saw 502s. Logs hint at the TCP connector. Find the code responsible." → "TCP
+    connector"), else all it states. The request's words ("find", "show", "code") would search for themselves. A
+    request with a capitalised word after its first (a name) stays."""
     request = _asked(text[last.end() :])
     request = _FURTHER_ASK.split(request, maxsplit=1)[0] if request is not None else None
     if request is None or _CAPITALISED.search(request, 1):
         return None
-    named = list(itertools.islice(_leading_topic(request), 2))
-    if len(named) > 1 or (named and not _points_back(request)):
+    topic = list(itertools.islice(_leading_topic(request), 2))
+    if len(topic) > 1 or (topic and not _points_back(request)):
         return None
     told = text[: last.start()].rstrip(" ,;:-–—?.!")
     if not _names_topic(told):
