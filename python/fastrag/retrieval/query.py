@@ -333,10 +333,15 @@ def context_request(text: str) -> str | None:
         cut = found.end()
         asker = told_from <= cut or _FIRST_PERSON_NEED.match(text, cut) or _commanded(text, found)
         subject = _asked(_reasoned(text, cut, reasons) or text[cut:]) if asker else None
-        head = _FURTHER_ASK.split(subject, maxsplit=1)[0] if subject is not None else None
-        if subject is not None and head is not None and not _points_back(head) and _names_topic(head):
+        if subject is not None and not _points_back(head := _head(subject)) and _names_topic(head):
             return subject
     return _told(text, ends[-1]) if ends else None
+
+
+def _head(subject: str) -> str:
+    """A request's ``subject`` before any further ask, purpose or sentence after it (:data:`_FURTHER_ASK`): what
+    decides what the request names."""
+    return _FURTHER_ASK.split(subject, maxsplit=1)[0]
 
 
 def _points_back(subject: str) -> bool:
@@ -386,7 +391,7 @@ def _told(text: str, last: re.Match[str]) -> str | None:
     connector"), else all it states. The request's words ("find", "show", "code") would search for themselves. A
     request with a capitalised word after its first (a name) stays."""
     request = _asked(text[last.end() :])
-    request = _FURTHER_ASK.split(request, maxsplit=1)[0] if request is not None else None
+    request = _head(request) if request is not None else None
     if request is None or _CAPITALISED.search(request, 1):
         return None
     topic = list(itertools.islice(_leading_topic(request), 2))
