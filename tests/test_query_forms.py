@@ -21,7 +21,7 @@ from conftest import DATASETS, ROOT, SHARED, shared_path
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, build_index
 from fastrag.retrieval.query import context_request, request_subject, with_apostrophes
-from fastrag.retrieval.retriever import Retriever, clean_query
+from fastrag.retrieval.retriever import Retriever, bare_query, clean_query
 
 XREPO = SHARED / "xrepo"
 if str(ROOT / "benches") not in sys.path:
@@ -158,47 +158,53 @@ def test_every_query_asked_for_in_a_request_is_searched_as_written() -> None:
             assert clean_query(asked) == clean_query(query), (query, asked)
 
 
+def read(message: str) -> str:
+    """What a message is read to ask (:func:`request_subject`), cleaned as :func:`clean_query` cleans it."""
+    return bare_query(request_subject(with_apostrophes(bare_query(message))))
+
+
 def test_a_context_about_the_one_asking_is_not_searched() -> None:
+    # what is read as the request; retrieval searches it and then the whole message (the next test)
     # the request after the story is what is searched
-    assert clean_query("As an agent working on a bug fix, I need the concrete implementation of ZodError") == "ZodError"
-    assert clean_query("I'm debugging a production issue and need to find the TCP connector") == "the TCP connector"
-    assert clean_query("Task: fix flaky test. Step 2: locate the TCP connector") == "TCP connector"
+    assert read("As an agent working on a bug fix, I need the concrete implementation of ZodError") == "ZodError"
+    assert read("I'm debugging a production issue and need to find the TCP connector") == "the TCP connector"
+    assert read("Task: fix flaky test. Step 2: locate the TCP connector") == "TCP connector"
     assert (
-        clean_query("Context: we are migrating to v2. Question: where is field_validator implemented?")
+        read("Context: we are migrating to v2. Question: where is field_validator implemented?")
         == "where is field_validator implemented"
     )
     assert (
-        clean_query("I keep landing in the test suite, where is the actual code for how redirects are followed?")
+        read("I keep landing in the test suite, where is the actual code for how redirects are followed?")
         == "where is the actual code for how redirects are followed"
     )
     # a context opened by what the one asking is doing, and a need after ", so"
-    assert clean_query(
-        "Porting this module to async over the sprint, so I need the original code for the TCP connector."
-    ) == ("TCP connector")
-    assert clean_query("Working on a refactor of the config layer. Which modules touch the cookie jar?") == (
+    assert read("Porting this module to async over the sprint, so I need the original code for the TCP connector.") == (
+        "TCP connector"
+    )
+    assert read("Working on a refactor of the config layer. Which modules touch the cookie jar?") == (
         "Which modules touch the cookie jar"
     )
     for whole in (
         "According to the docs, where is the TCP connector configured?",
         "Using LoRA adapters, how do I merge?",
     ):
-        assert clean_query(whole) == whole.rstrip("?"), whole
+        assert read(whole) == whole.rstrip("?"), whole
     # a need said in the first person follows a context, whoever the context is about; one that points back does not
-    assert clean_query("Ugh, the docs are no help here. I just want to see the actual code for the TCP connector.") == (
+    assert read("Ugh, the docs are no help here. I just want to see the actual code for the TCP connector.") == (
         "TCP connector"
     )
     told = "A customer's bug report is all about the TCP connector"
-    assert clean_query(told + ". I need to read the code that does this first.") == told
+    assert read(told + ". I need to read the code that does this first.") == told
     whole = "A customer's bug report is all about the TCP connector. I need the code that does this before I reply"
-    assert clean_query(whole + ".") == whole
+    assert read(whole + ".") == whole
     # a last sentence that only thanks or signs off is said to the one answering
-    assert clean_query("Hi! Could you find the retry policy? Thanks so much.") == "retry policy"
-    assert clean_query("where is the retry policy handled?\n\nThanks, Priya") == "where is the retry policy handled"
-    assert clean_query("I'm stuck. I want to see the TCP connector, nothing fancy. No rush at all!") == (
+    assert read("Hi! Could you find the retry policy? Thanks so much.") == "retry policy"
+    assert read("where is the retry policy handled?\n\nThanks, Priya") == "where is the retry policy handled"
+    assert read("I'm stuck. I want to see the TCP connector, nothing fancy. No rush at all!") == (
         "TCP connector, nothing fancy"
     )
     for kept in ("Thanks", "ThankYou", "thank you notes"):
-        assert clean_query(kept) == kept
+        assert read(kept) == kept
     # a long run of sign-off words that does not end as one is read in linear time, not by trying every split
     started = time.perf_counter()
     clean_query("retries. " + "Thanks " * 40 + "?!x")
@@ -212,43 +218,40 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     clean_query(("I. " * 1400)[:4096])
     assert time.perf_counter() - started < 0.25
     # a request first, its reason after: the request
-    assert (
-        clean_query("Where is the TCP connector? Asking because our CI broke overnight.")
-        == "Where is the TCP connector"
-    )
-    assert clean_query("show me connection pooling - I'm fixing a crash in prod") == "connection pooling"
-    assert clean_query("Quick one: show me the code for ZodError. Need it before standup at 10.") == "ZodError"
+    assert read("Where is the TCP connector? Asking because our CI broke overnight.") == "Where is the TCP connector"
+    assert read("show me connection pooling - I'm fixing a crash in prod") == "connection pooling"
+    assert read("Quick one: show me the code for ZodError. Need it before standup at 10.") == "ZodError"
     # a need that points back is a reason, not the request
-    assert clean_query("Quick one from the platform team: show me ZodError. Need it by 10") == "ZodError"
+    assert read("Quick one from the platform team: show me ZodError. Need it by 10") == "ZodError"
     # a request after a story about someone else: the request, when it names its topic
-    assert clean_query(
+    assert read(
         "Saw a deprecation warning pointing at compat.py, but that file just forwards calls. Point me to where the real"
         " work for the TCP connector happens."
     ) == ("where the real work for the TCP connector happens")
     # a request that points back at the story ("behind that", "of it", "track it down") is not searched alone; of the
     # story, the last sentence that names its topic is
-    assert clean_query("I keep seeing references to retries in the logs. Show me the code behind that.") == (
+    assert read("I keep seeing references to retries in the logs. Show me the code behind that.") == (
         "I keep seeing references to retries in the logs"
     )
-    assert clean_query(
-        "Customer saw 502s after upgrading. Logs hint at the TCP connector. Find the code responsible."
-    ) == ("TCP connector")
+    assert read("Customer saw 502s after upgrading. Logs hint at the TCP connector. Find the code responsible.") == (
+        "TCP connector"
+    )
     told = "Apparently the retry policy was rewritten last year and nobody updated the wiki"
-    assert clean_query(told + ". Can you locate the current version of it?") == told
+    assert read(told + ". Can you locate the current version of it?") == told
     # a request that names its topic is searched, whatever it ends with; one that names more than a word besides a
     # pronoun is no request that only points back
     message = "Context: migrating off the old HTTP layer. Find the TCP connector and everything that depends on it."
-    assert "TCP connector" in clean_query(message)
+    assert "TCP connector" in read(message)
     warned = "I keep seeing deprecation warnings around the retry policy in our build output"
-    assert clean_query(warned + ". Where is that warning emitted?") == warned + ". Where is that warning emitted"
-    assert clean_query(
-        "My lead wants me to extend the TCP connector. No idea where that is, can you track it down?"
-    ) == ("My lead wants me to extend the TCP connector. No idea where that is")
+    assert read(warned + ". Where is that warning emitted?") == warned + ". Where is that warning emitted"
+    assert read("My lead wants me to extend the TCP connector. No idea where that is, can you track it down?") == (
+        "My lead wants me to extend the TCP connector. No idea where that is"
+    )
     # a question after a story about someone else: the question
-    assert clean_query("Saw a weird warning in the logs this morning. How do I enable LoRA at runtime?") == (
+    assert read("Saw a weird warning in the logs this morning. How do I enable LoRA at runtime?") == (
         "How do I enable LoRA at runtime"
     )
-    assert clean_query("Quick question from the infra team: where is the retry policy?") == "where is the retry policy"
+    assert read("Quick question from the infra team: where is the retry policy?") == "where is the retry policy"
     # an agent's fields: the one that says what to find is searched, the ones that say how to answer are not
     for message in (
         'intent=locate_code query="TCP connector" scope=src exclude=tests,docs limit=10',
@@ -259,56 +262,56 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         "Goal: locate the implementation of TCP connector. Constraints: only source files, max 5 results.",
         "GOAL: fix failing test | SUBTASK: locate TCP connector | OUTPUT: file paths + line ranges",
     ):
-        assert clean_query(message) == "TCP connector", message
-    assert clean_query("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
+        assert read(message) == "TCP connector", message
+    assert read("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
     # a sentence that says how to answer is not searched, and "Do not …" asks nothing
-    assert clean_query("Locate the TCP connector. Return paths only.") == "TCP connector"
-    assert clean_query("Planner: find the retry policy. Do not modify files. Respond with paths and line ranges") == (
+    assert read("Locate the TCP connector. Return paths only.") == "TCP connector"
+    assert read("Planner: find the retry policy. Do not modify files. Respond with paths and line ranges") == (
         "retry policy"
     )
     # verbs of fetching make a request before the code they fetch, and only then
-    assert clean_query("A colleague flagged a race; please pull up the logic responsible for the retry policy") == (
+    assert read("A colleague flagged a race; please pull up the logic responsible for the retry policy") == (
         "retry policy"
     )
-    assert clean_query("Investigating CI failure on main. Next action: retreive the code responsible for ZodType") == (
+    assert read("Investigating CI failure on main. Next action: retreive the code responsible for ZodType") == (
         "ZodType"
     )
-    assert clean_query("Fetch the relevant source for the TCP connector") == "TCP connector"
-    assert clean_query("fetch retries and timeouts") == "fetch retries and timeouts"
+    assert read("Fetch the relevant source for the TCP connector") == "TCP connector"
+    assert read("fetch retries and timeouts") == "fetch retries and timeouts"
     # of a story's sentence, what follows the word that points at it ("mentions", "suspect", "it's related to"); not
     # after a participle, which may follow it
-    assert clean_query(
-        "Upgrading broke our build and the changelog mentions the retry policy. where is that handled?"
-    ) == ("retry policy")
-    assert clean_query(
-        "There is something called HandlerStack in here and I think it's what's breaking it. find it?"
-    ) == ("HandlerStack")
+    assert read("Upgrading broke our build and the changelog mentions the retry policy. where is that handled?") == (
+        "retry policy"
+    )
+    assert read("There is something called HandlerStack in here and I think it's what's breaking it. find it?") == (
+        "HandlerStack"
+    )
     seen = "I keep seeing ZodType mentioned in error messages but never in our own code"
-    assert clean_query(seen + ". Where does that live?") == seen
+    assert read(seen + ". Where does that live?") == seen
     # a further ask joined to the request ("and explain the control flow", "and are there any docs …") names no topic:
     # the request before it does, or the story if that only points back ("the relevant code")
-    assert clean_query(
+    assert read(
         "Requests hang. I suspect the retry policy might be involved. Please find the relevant code and explain the"
         " control flow."
     ) == ("retry policy might be involved")
-    assert "retry policy" in clean_query(
+    assert "retry policy" in read(
         "Trying to understand the retry policy before I open a PR. What is the entry point, and are there any docs?"
     )
     # nor does its purpose, or a request for "the existing implementation"; of the story, a sentence that asks is not
     # what it told
-    assert clean_query(
+    assert read(
         "The user wants a feature similar to the retry policy. Find the existing implementation to use as a template."
     ) == ("retry policy")
-    assert clean_query(
+    assert read(
         "I read that the TCP connector was rewritten last release. is the old version still around? where's the new one"
     ) == ("I read that the TCP connector was rewritten last release")
-    assert clean_query(
-        "I suspect retries behave differently on Windows. Can you locate that part so I can confirm?"
-    ) == ("retries behave differently on Windows")
+    assert read("I suspect retries behave differently on Windows. Can you locate that part so I can confirm?") == (
+        "retries behave differently on Windows"
+    )
     # a step's number names nothing
-    assert "retry policy" in clean_query("Task: add logging around the retry policy. Step 1: locate the relevant code.")
+    assert "retry policy" in read("Task: add logging around the retry policy. Step 1: locate the relevant code.")
     # a pronoun after what the request names is about that
-    assert clean_query("Customer says this regressed and I want to see the TCP connector as it exists now") == (
+    assert read("Customer says this regressed and I want to see the TCP connector as it exists now") == (
         "TCP connector as it exists now"
     )
     # a last request that only points back at what was told: what was told, without the request's own words
@@ -320,12 +323,12 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         ("A user reported that the JSON encoder silently swallows errors", "Can you show me where that happens?", None),
     ):
         sep = ", " if request[0].islower() else ". "
-        assert clean_query(told + sep + request) == (searched or told), request
+        assert read(told + sep + request) == (searched or told), request
     # a name is a topic whatever it spells (HandlerStack is no word about handling), and one named in the request
     # keeps the request
-    assert clean_query("We're seeing 500s since the deploy. Need to look at HandlerStack.") == "to look at HandlerStack"
-    assert clean_query("I'm going in circles. where does Container get built") == "where does Container get built"
-    assert clean_query("It broke after the upgrade. Can you find it in Container?") == (
+    assert read("We're seeing 500s since the deploy. Need to look at HandlerStack.") == "to look at HandlerStack"
+    assert read("I'm going in circles. where does Container get built") == "where does Container get built"
+    assert read("It broke after the upgrade. Can you find it in Container?") == (
         "It broke after the upgrade. Can you find it in Container"
     )
     # searched whole: a need after a question, a context about the code
@@ -333,7 +336,25 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         "How do I enable LoRA? I want to serve two adapters.",
         "In the pydantic v2 codebase, where is the validator defined?",
     ):
-        assert clean_query(whole) == whole.rstrip("?."), whole
+        assert read(whole) == whole.rstrip("?."), whole
+
+
+def test_a_request_read_out_of_a_story_is_searched_before_the_whole_message() -> None:
+    # the reading picked words that name nothing of the topic here; the message after it still holds the topic
+    for message in (
+        "nit: this duplicates logic that already exists in the TCP connector. Could you call into that instead?",
+        "tbh no idea how the TCP connector works. can someone give me a pointer to the right file so I can read it",
+    ):
+        searched = clean_query(message)
+        assert searched.startswith(read(message) + ". "), message
+        assert searched.endswith(bare_query(message)) and "TCP connector" in searched, message
+    # a request read whole, a field that says what to find, and a plain question: searched as read, nothing after
+    for message, searched in (
+        ("Can you find the HTTPAdapter?", "HTTPAdapter"),
+        ('search_code(query="TCP connector", top_k=5)', "TCP connector"),
+        ("where is the retry policy handled?\n\nThanks, Priya", "where is the retry policy handled"),
+    ):
+        assert clean_query(message) == read(message) == searched, message
 
 
 def test_a_contraction_typed_without_its_apostrophe_is_read_with_it() -> None:

@@ -468,14 +468,31 @@ def request_subject(text: str) -> str:
     (:data:`_SIGN_OFF`). Of an agent's fields, the one that says what to find is searched (:data:`_WHAT_TO_FIND`:
     'query="retry policy" limit=10'), and those that say how to answer are not (:data:`_HOW_TO_ANSWER`:
     "Constraints: only source files")."""
+    return _read(text)[0]
+
+
+def searched_text(text: str) -> str:
+    """What retrieval searches for ``text``: what it asks (:func:`request_subject`), followed by the whole message
+    when that was read out of a story around it (:func:`context_request`). The reading picks one part of a
+    message, and a wrong pick ("… so I can read through it", "Could you call into that instead?") would search
+    words that name nothing of the topic; with the message after it, a wrong pick costs little and a right one
+    still weighs what it names twice."""
+    subject, story = _read(text)
+    return subject if story is None else _plain_subject(f"{story[0]}. {story[1]}")
+
+
+def _read(text: str) -> tuple[str, tuple[str, str] | None]:
+    """:func:`request_subject` of ``text``, and, when :func:`context_request` read it out of a story, that reading
+    and the message it was read from (without its sign-off and the fields that say how to answer)."""
     signed = _SIGN_OFF.search(text)
     text = text[: signed.start()] if signed is not None and signed.start() > 0 else text
     field = _HOW_TO_ANSWER.search(text) or _INSTRUCTION.search(text)
     text = text[: field.start()].rstrip(_FIELD_MARKS + "|;-–—") if field is not None and field.start() > 0 else text
     named = _WHAT_TO_FIND.search(text)
     if named is not None and named.group("value").strip(_FIELD_MARKS):
-        return _plain_subject(named.group("value").strip(_FIELD_MARKS))
-    return _plain_subject(context_request(text) or text)
+        return _plain_subject(named.group("value").strip(_FIELD_MARKS)), None
+    read = context_request(text)
+    return _plain_subject(read or text), None if read is None else (read, text)
 
 
 def _plain_subject(text: str) -> str:

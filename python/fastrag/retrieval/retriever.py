@@ -24,7 +24,7 @@ from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, Precision, recut
-from fastrag.retrieval.query import analyse, asks_where, request_subject, with_apostrophes
+from fastrag.retrieval.query import analyse, asks_where, searched_text, with_apostrophes
 from fastrag.retrieval.symbols import DefinitionHeads, code_names
 from fastrag.schemas import MinimalSource
 
@@ -396,7 +396,8 @@ def clean_query(query: str) -> str:
     """``query`` as valid Unicode, without the marks around it and the request around what it asks for:
     blank becomes empty, undecodable bytes become U+FFFD, the marks :func:`bare_query` drops are dropped,
     and so is a leading "can you find", "show me the", "I'm looking for"
-    (:func:`~fastrag.retrieval.query.request_subject`); "whats" and "doesnt" are read as "what's" and "doesn't"
+    (:func:`~fastrag.retrieval.query.request_subject`); a request read out of a story is followed by the whole
+    message (:func:`~fastrag.retrieval.query.searched_text`); "whats" and "doesnt" are read as "what's" and "doesn't"
     (:func:`~fastrag.retrieval.query.with_apostrophes`).
 
     Arguments with non-UTF-8 bytes reach Python as lone surrogates (``surrogateescape``), and
@@ -416,7 +417,7 @@ def clean_query(query: str) -> str:
         except UnicodeEncodeError:
             raw = text.encode("utf-8", "replace")
         text = raw.decode("utf-8", "replace")
-    return bare_query(request_subject(with_apostrophes(text)))
+    return bare_query(searched_text(with_apostrophes(text)))
 
 
 def distinct(hits: Iterable[Hit], k: int) -> list[Hit]:
