@@ -135,7 +135,7 @@ def candidate_columns(retriever: Retriever, text: str, ranked: Sequence[tuple[in
     stage = retriever.precision
     query = analyse(text, retriever.index.bm25)
     rows = stage.features(query, ranked)
-    traits = stage.traits(query, rows) if rows else ()
+    traits = stage.traits(query, rows) if len(rows) else ()
     return np.array(stage.columns(rows, traits), dtype=np.float64).reshape(len(rows), len(precision.COLUMNS))
 
 

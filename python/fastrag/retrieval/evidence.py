@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,6 +39,7 @@ __all__ = [
     "TRAITS",
     "PathKind",
     "PathWords",
+    "Prefixes",
     "asked_symbol",
     "asks_directly",
     "asks_for_passage",
@@ -642,7 +643,7 @@ class PathWords:
 
     def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
         self.tokenize = tokenize
-        self._parts: dict[str, frozenset[str]] = {}
+        self._parts: dict[str, Prefixes] = {}
 
     def words(self, subject: str) -> frozenset[str]:
         """The index terms of the content words (no stopwords, at least 3 letters) of a question's ``subject``
@@ -650,13 +651,13 @@ class PathWords:
         kept = " ".join(w for w in _WORD.findall(subject) if len(w) > 2 and w.lower() not in _STOPWORDS)
         return frozenset(self.tokenize(kept)) if kept else frozenset()
 
-    def parts(self, path: str) -> frozenset[str]:
+    def parts(self, path: str) -> Prefixes:
         """The index terms of a file's stem and of its folder's name."""
         found = self._parts.get(path)
         if found is None:
             folder, name = posixpath.split(path)
             stem = name.split(".", 1)[0]
-            found = frozenset(self.tokenize(f"{stem} {posixpath.basename(folder)}"))
+            found = Prefixes(self.tokenize(f"{stem} {posixpath.basename(folder)}"))
             self._parts[path] = found
         return found
 
@@ -665,16 +666,32 @@ class PathWords:
         if not words:
             return 0.0
         parts = self.parts(path)
-        return sum(1 for w in words if matches_part(w, parts)) / len(words)
+        return sum(1 for w in words if parts.meets(w)) / len(words)
 
 
-def matches_part(word: str, parts: Sequence[str] | frozenset[str]) -> bool:
-    """Whether ``word`` equals one of ``parts``, or one is a prefix of the other, the shorter at least
-    :data:`MIN_PREFIX` long (``cookie`` and ``cookies``, ``rout`` and ``router``)."""
-    if word in parts:
-        return True
-    for part in parts:
-        short, long = (word, part) if len(word) <= len(part) else (part, word)
-        if len(short) >= MIN_PREFIX and long.startswith(short):
+class Prefixes:
+    """Terms that a word meets when it equals one, or one is a prefix of the other, the shorter at least
+    :data:`MIN_PREFIX` long (``cookie`` and ``cookies``, ``rout`` and ``router``). The terms are kept by their first
+    :data:`MIN_PREFIX` characters, so a word is met in a lookup or two, not a pass over every term: the precision
+    stage asks this of every candidate file and every query word."""
+
+    __slots__ = ("_heads", "terms")
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms = frozenset(terms)
+        self._heads: dict[str, list[str]] = {}
+        for term in self.terms:
+            if len(term) >= MIN_PREFIX:
+                self._heads.setdefault(term[:MIN_PREFIX], []).append(term)
+
+    def meets(self, word: str) -> bool:
+        """Whether ``word`` meets one of the terms."""
+        if word in self.terms:
             return True
-    return False
+        near = self._heads.get(word[:MIN_PREFIX]) if len(word) >= MIN_PREFIX else None
+        return near is not None and any(term.startswith(word) or word.startswith(term) for term in near)
+
+
+def matches_part(word: str, parts: Iterable[str]) -> bool:
+    """Whether ``word`` meets one of ``parts`` as :class:`Prefixes` has it."""
+    return Prefixes(parts).meets(word)

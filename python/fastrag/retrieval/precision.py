@@ -65,6 +65,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from fastrag import _core
 from fastrag.errors import UserError
 from fastrag.indexing.reading import IndexedFiles
@@ -72,10 +74,10 @@ from fastrag.retrieval.evidence import TRAITS as QUERY_TRAITS
 from fastrag.retrieval.evidence import (
     PathKind,
     PathWords,
+    Prefixes,
     asked_symbol,
     asks_for_passage,
     lead_phrase,
-    matches_part,
     names_identifier,
     path_kind,
     query_traits,
@@ -272,16 +274,17 @@ class Precision:
         if not ranked or ranked[0][1] <= 0:
             return list(ranked)
         rows = self.features(query, ranked)
-        weights = self.weights_for(self.traits(query, rows))
-        rescored = [
-            (cid, row[0] + sum(w * x for w, x in zip(weights, row[1:]) if x)) for (cid, _), row in zip(ranked, rows)
-        ]
-        rescored.sort(key=lambda item: (-item[1], item[0]))
-        return rescored
+        score = np.zeros(len(ranked))
+        for column, weight in enumerate(self.weights_for(self.traits(query, rows)), 1):
+            if weight:  # a column at a time, in the columns' order: the same sums on every machine
+                score += weight * rows[:, column]
+        score = rows[:, 0] + score
+        ids = np.fromiter((cid for cid, _ in ranked), np.int64, len(ranked))
+        return [(int(ids[i]), float(score[i])) for i in np.lexsort((ids, -score))]
 
-    def traits(self, query: Query, rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    def traits(self, query: Query, rows: np.ndarray) -> tuple[float, ...]:
         """The :data:`TRAITS` of ``query`` with its candidates' ``rows`` (:meth:`features`, best first)."""
-        docs = lead_share([row[0] for row in rows], [row[_DOC] for row in rows])
+        docs = lead_share(rows[:LEAD, 0].tolist(), rows[:LEAD, _DOC].tolist())
         words = list(query_traits(query.text))
         words[_ASKS] = float(asks_for_passage(query.text, docs, self.names_code))
         return (*words, docs, self.prose_share * (1.0 - words[_ASKS]))
@@ -302,48 +305,59 @@ class Precision:
             self._prose = min(share, PROSE_CAP)
         return self._prose
 
-    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> list[tuple[float, ...]]:
-        """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score)."""
-        if not ranked:
-            return []
-        best = ranked[0][1]
-        terms = query.all_terms
-        file_of = self.file_of
-        files = {file_of[cid] for cid, _ in ranked}
-        names = {f: self._match(f, terms) for f in files}
-        words = self._path_words.words(query.subject)
-        shares = {f: self._path_words.share(words, self.paths[f]) for f in files}
-        forms = {f: self._name_met(f, words)[1] for f in files}
-        lead = frozenset(self.scorer.tokenize(" ".join(lead_phrase(query.text))))
-        leads = {f: self._name_met(f, lead) for f in files}
-        kinds = {f: self._kind(f) for f in files}
+    def features(self, query: Query, ranked: Sequence[tuple[int, float]]) -> np.ndarray:
+        """The :data:`FEATURES` of every candidate of ``ranked`` (best first, positive best score), one row each.
+        What depends on the candidate's file alone is computed once per file."""
+        n = len(ranked)
+        rows = np.zeros((n, len(FEATURES)))
+        if not n:
+            return rows
         ids = [cid for cid, _ in ranked]
-        defined = self.defined(query, ids)
-        symbol = self.defines_symbol(query, ids)
-        sums: dict[int, float] = {}
-        counts: dict[int, int] = {}
-        for cid, score in ranked:
-            f = file_of[cid]
-            sums[f] = sums.get(f, 0.0) + score / best
-            counts[f] = counts.get(f, 0) + 1
-        top_sum = max(1.0, max(sums.values()))  # the best candidate alone gives its file 1.0
-        scale = math.log1p(len(ranked))
-        rows: list[tuple[float, ...]] = []
-        for place, ((cid, score), d, sym) in enumerate(zip(ranked, defined, symbol)):
-            f = file_of[cid]
-            row = (score / best, names[f], d, shares[f], *kinds[f], sym)
-            rows.append((*row, sums[f] / top_sum, math.log1p(counts[f]) / scale, math.log1p(place) / RANK_SCALE))
-        tops = [max(row[j] for row in rows) for j in _GAPPED]
-        return [
-            (*row, *(row[j] - top for j, top in zip(_GAPPED, tops)), forms[file_of[cid]], *leads[file_of[cid]])
-            for row, (cid, _) in zip(rows, ranked)
-        ]
+        file_of = self.file_of
+        files, at = np.unique(np.fromiter((file_of[cid] for cid in ids), np.int64, n), return_inverse=True)
+        terms = query.all_terms
+        words = self._path_words.words(query.subject)
+        lead = frozenset(self.scorer.tokenize(" ".join(lead_phrase(query.text))))
+        met_words, met_lead = Prefixes(words), Prefixes(lead)
+        per_file = np.array(
+            [
+                (
+                    self._match(f, terms),
+                    self._path_words.share(words, self.paths[f]),
+                    *self._kind(f),
+                    self._name_met(f, met_words)[1],
+                    *self._name_met(f, met_lead),
+                )
+                for f in files.tolist()
+            ]
+        ).reshape(len(files), 8)[at]
+        score = np.fromiter((score for _, score in ranked), np.float64, n) / ranked[0][1]
+        sums = np.bincount(at, weights=score)  # in the candidates' order, as a running sum per file
+        counts = np.bincount(at)
+        logs = _log1p(n)
+        rows[:, :11] = np.column_stack(
+            (
+                score,
+                per_file[:, 0],
+                self.defined(query, ids),
+                per_file[:, 1],
+                per_file[:, 2:5],
+                self.defines_symbol(query, ids),
+                sums[at] / max(1.0, float(sums.max())),  # the best candidate alone gives its file 1.0
+                logs[counts][at] / logs[n],
+                logs[:n] / RANK_SCALE,
+            )
+        )
+        for gap, column in enumerate(_GAPPED, 11):
+            rows[:, gap] = rows[:, column] - rows[:, column].max()
+        rows[:, -3:] = per_file[:, 5:]
+        return rows
 
     @staticmethod
-    def columns(rows: Sequence[Sequence[float]], traits: Sequence[float]) -> list[tuple[float, ...]]:
+    def columns(rows: np.ndarray, traits: Sequence[float]) -> np.ndarray:
         """Each candidate's :data:`COLUMNS`: its features, then those after the first times each trait
         (what the weights are fitted on)."""
-        return [(*row, *(t * x for t in traits for x in row[1:])) for row in rows]
+        return np.hstack([rows, *(t * rows[:, 1:] for t in traits)]).reshape(len(rows), len(COLUMNS))
 
     def defined(self, query: Query, chunk_ids: Sequence[int]) -> list[float]:
         """How strongly each chunk defines what the question names: the BM25 score of the question
@@ -404,12 +418,12 @@ class Precision:
         index's largest idf when every token of the name is among ``terms``, else 0."""
         return self._match(self.file_of[chunk_id], terms)
 
-    def _name_met(self, file_index: int, words: frozenset[str]) -> tuple[float, float]:
+    def _name_met(self, file_index: int, words: Prefixes) -> tuple[float, float]:
         """Whether one token of the file's name, and whether every one, meets one of ``words`` as
         :func:`matches_part` has it: 1.0 or 0.0 each (``name_forms`` is the second for the query's content
         words, :meth:`PathWords.words`; ``lead_name`` and ``lead_whole`` are both for its lead phrase)."""
         tokens, _ = self._name(file_index)
-        met = [matches_part(t, words) for t in tokens]
+        met = [words.meets(t) for t in tokens]
         return float(any(met)), float(bool(met) and all(met))
 
     def _match(self, file_index: int, terms: frozenset[str]) -> float:
@@ -425,6 +439,12 @@ class Precision:
             cached = (tokens, min(1.0, idf / self._max_idf))
             self._names[file_index] = cached
         return cached
+
+
+@functools.lru_cache(maxsize=8)
+def _log1p(n: int) -> np.ndarray:
+    """``log1p`` of 0 to ``n``, each computed as :func:`math.log1p` computes it (numpy's may round otherwise)."""
+    return np.array([math.log1p(i) for i in range(n + 1)])
 
 
 def lead_share(scores: Sequence[float], prose: Sequence[float]) -> float:
@@ -458,8 +478,6 @@ def densest_span(
     """
     if end - start <= size or not weights or size <= 0:
         return start, end
-    import numpy as np  # only re-cutting needs it; lexical search starts faster without
-
     piece = text[start:end]
     bounds = np.array(_segments(piece, max(1, size // 4)), dtype=np.int64)
     pieces = [piece[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
