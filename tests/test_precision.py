@@ -646,11 +646,15 @@ def test_the_repository_trait_is_the_share_of_its_spans_that_documentation_holds
     # a share past those the weights were fitted on counts as the cap
     monkeypatch.setattr(precision, "PROSE_CAP", share / 2)
     assert Retriever.open(tmp_path / "index").precision.prose_share == pytest.approx(share / 2)
-    for text, prose in (("retry the request", stage.prose_share), ("How do I retry the request?", 0.0)):
+    for text, prose, asked in (
+        ("retry the request", stage.prose_share, 0.0),
+        ("How do I retry the request?", 0.0, stage.prose_share),
+    ):
         query = analyse(text, retriever.index.bm25)
         traits = stage.traits(query, stage.features(query, retriever.lexical.search(query.text, 10)))
-        # a direct question says for itself whether it wants a page; a few words leave it to the repository
+        # the repository's share of pages, for a few words and for a direct question each a trait of its own
         assert len(traits) == len(TRAITS) and traits[TRAITS.index("prose")] == prose, text
+        assert traits[TRAITS.index("asked_prose")] == asked, text
 
 
 SPREAD_REPO = {

@@ -121,6 +121,8 @@ FEATURES = (
 )
 _GAPPED = tuple(FEATURES.index(name) for name in GAPS)
 _DOC = FEATURES.index("doc_file")
+#: The features before the gaps: a candidate's own, its file's, and its place.
+_OWN = FEATURES.index("rank") + 1
 _ASKS = QUERY_TRAITS.index("asks")
 #: What a query asks for and where it is asked (:meth:`Precision.traits`), each in [0, 1]: from its words
 #: (:data:`fastrag.retrieval.evidence.TRAITS`: put as a direct question that asks for a passage rather than
@@ -128,9 +130,10 @@ _ASKS = QUERY_TRAITS.index("asks")
 #: from the first stage's evidence (``docs_lead``: the share of the ten best
 #: candidates' score that documentation holds), and from the repository (``prose``: the share of its
 #: indexed spans that documentation holds, for a query not put as a direct question: where pages are
-#: many, a page among the candidates says less about what a few words ask for, while a question says
-#: for itself whether it wants one). Never from its punctuation.
-TRAITS = (*QUERY_TRAITS, "docs_lead", "prose")
+#: many, a page among the candidates says less about what a few words ask for; ``asked_prose``: the same
+#: share for a direct question, whose pages lead the candidates wherever pages are many). Never from its
+#: punctuation.
+TRAITS = (*QUERY_TRAITS, "docs_lead", "prose", "asked_prose")
 #: The ranker's columns: the candidate features, then each feature after the first times each trait.
 #: A linear ranker over them is a ranker whose weights are a linear function of the query's traits:
 #: a direct question may want the page that explains it, a few words the file that implements them,
@@ -287,7 +290,7 @@ class Precision:
         docs = lead_share(rows[:LEAD, 0].tolist(), rows[:LEAD, _DOC].tolist())
         words = list(query_traits(query.text))
         words[_ASKS] = float(asks_for_passage(query.text, docs, self.names_code))
-        return (*words, docs, self.prose_share * (1.0 - words[_ASKS]))
+        return (*words, docs, self.prose_share * (1.0 - words[_ASKS]), self.prose_share * words[_ASKS])
 
     def docs_lead(self, ranked: Sequence[tuple[int, float]]) -> float:
         """The ``docs_lead`` trait of a first stage's ``ranked`` candidates (chunk id, score; best first),
@@ -335,7 +338,7 @@ class Precision:
         sums = np.bincount(at, weights=score)  # in the candidates' order, as a running sum per file
         counts = np.bincount(at)
         logs = _log1p(n)
-        rows[:, :11] = np.column_stack(
+        rows[:, :_OWN] = np.column_stack(
             (
                 score,
                 per_file[:, 0],
@@ -348,9 +351,9 @@ class Precision:
                 logs[:n] / RANK_SCALE,
             )
         )
-        for gap, column in enumerate(_GAPPED, 11):
+        for gap, column in enumerate(_GAPPED, _OWN):
             rows[:, gap] = rows[:, column] - rows[:, column].max()
-        rows[:, -3:] = per_file[:, 5:]
+        rows[:, _OWN + len(_GAPPED) :] = per_file[:, 5:]
         return rows
 
     @staticmethod
