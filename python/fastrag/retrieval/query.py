@@ -476,7 +476,7 @@ def searched_text(text: str) -> str:
     when that was read out of a story around it (:func:`context_request`). The reading picks one part of a
     message, and a wrong pick ("… so I can read through it", "Could you call into that instead?") would search
     words that name nothing of the topic; with the message after it, a wrong pick costs little and a right one
-    still weighs what it names twice."""
+    still comes first, where the precision stage reads what kind of answer a query wants."""
     subject, story = _read(text)
     return subject if story is None else _plain_subject(f"{story[0]}. {story[1]}")
 
