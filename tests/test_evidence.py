@@ -7,13 +7,13 @@ import pytest
 from fastrag import _core
 from fastrag.retrieval.evidence import (
     PathWords,
+    Prefixes,
     asked_symbol,
     asks_directly,
     asks_for_passage,
     asks_location,
     is_symbol_query,
     lead_phrase,
-    matches_part,
     names_identifier,
     path_kind,
     query_traits,
@@ -216,10 +216,10 @@ def test_path_words_match_stems_and_prefixes() -> None:
 
 def test_a_word_meets_a_part_of_a_name_in_another_form() -> None:
     for word, part in (("cookie", "cookies"), ("rout", "router"), ("router", "rout"), ("cert", "certif")):
-        assert matches_part(word, frozenset({part})), (word, part)
+        assert Prefixes({part}).meets(word), (word, part)
     for word, part in (("log", "logger"), ("route", "rout2"), ("args", "argument")):
-        assert not matches_part(word, frozenset({part})), (word, part)  # too short a prefix, or no prefix
-    assert not matches_part("router", frozenset())
+        assert not Prefixes({part}).meets(word), (word, part)  # too short a prefix, or no prefix
+    assert not Prefixes(()).meets("router")
 
 
 @pytest.mark.parametrize(

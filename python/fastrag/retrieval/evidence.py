@@ -690,8 +690,3 @@ class Prefixes:
             return True
         near = self._heads.get(word[:MIN_PREFIX]) if len(word) >= MIN_PREFIX else None
         return near is not None and any(term.startswith(word) or word.startswith(term) for term in near)
-
-
-def matches_part(word: str, parts: Iterable[str]) -> bool:
-    """Whether ``word`` meets one of ``parts`` as :class:`Prefixes` has it."""
-    return Prefixes(parts).meets(word)

@@ -422,9 +422,10 @@ class Precision:
         return self._match(self.file_of[chunk_id], terms)
 
     def _name_met(self, file_index: int, words: Prefixes) -> tuple[float, float]:
-        """Whether one token of the file's name, and whether every one, meets one of ``words`` as
-        :func:`matches_part` has it: 1.0 or 0.0 each (``name_forms`` is the second for the query's content
-        words, :meth:`PathWords.words`; ``lead_name`` and ``lead_whole`` are both for its lead phrase)."""
+        """Whether one token of the file's name, and whether every one, meets one of ``words``
+        (:meth:`~fastrag.retrieval.evidence.Prefixes.meets`): 1.0 or 0.0 each (``name_forms`` is the second for the
+        query's content words, :meth:`PathWords.words`; ``lead_name`` and ``lead_whole`` are both for its lead
+        phrase)."""
         tokens, _ = self._name(file_index)
         met = [words.meets(t) for t in tokens]
         return float(any(met)), float(bool(met) and all(met))
