@@ -264,6 +264,16 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     ):
         assert read(message) == "TCP connector", message
     assert read("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"
+    # such a field opens a line, a sentence or a part; inside a sentence its name is prose, what follows still asked
+    assert read("Locate the TCP connector.\nOutput format: ranked file paths only.") == "TCP connector"
+    objective = "Objective: extend the TCP connector"
+    assert read(objective + ".\nOut of scope: UI changes.") == objective
+    escalated = "Customer escalation, high priority: duplicate charges. Engineering suspects the TCP connector. Where?"
+    assert read(escalated) == "TCP connector"
+    assert "TCP connector" in read("Escalation, high priority: the TCP connector drops requests. Where is it handled?")
+    assert "retry policy and log format: seen in the docs" in read(
+        "retry policy and log format: seen in the docs, never explained. Where is the source?"
+    )
     # a sentence that says how to answer is not searched, and "Do not …" asks nothing
     assert read("Locate the TCP connector. Return paths only.") == "TCP connector"
     assert read("Planner: find the retry policy. Do not modify files. Respond with paths and line ranges") == (

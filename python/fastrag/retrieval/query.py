@@ -138,12 +138,18 @@ _SIGN_OFF = re.compile(
 )
 
 
+#: A field's name that says how to answer, not what to find.
+_ANSWER_FIELD = (
+    r"(?i:constraints?|scope|output|format|limits?|max(?:imum)?|return(?:s|ing)?|exclud(?:e|ing)|includ(?:e|ing)"
+    r"|filters?|top_?k|depth|reason|notes?|deadline|priority|budget|style|requirements?|prefer(?:ences?)?)"
+)
 #: A field that says how to answer, not what to find, as an agent writes it after what it asks: "Constraints: cite
-#: sources", "Scope: src", "Output: file paths", "max 5 results", "limit=10". It and what follows are not searched.
+#: sources", "Output format: file paths", "- output: …", "limit=10", "scope=src". It and what follows are not
+#: searched. A name before a colon opens a line, a sentence or a "|" part, after at most two words ("Out of
+#: scope:"); further into a sentence it is prose ("Customer escalation, high priority: …").
 _HOW_TO_ANSWER = re.compile(
-    r"(?:^|[\s.;,|])(?i:constraints?|scope|output|format|limits?|max(?:imum)?|return(?:s|ing)?|exclud(?:e|ing)"
-    r"|includ(?:e|ing)|filters?|top_?k|depth|reason|notes?|deadline|priority|budget|style|requirements?"
-    r"|prefer(?:ences?)?)\s*[:=](?![:=])",
+    rf"(?:^|[\s.;,|(]){_ANSWER_FIELD}\s*=(?!=)"
+    rf"|(?:^|\n|[.;!?|]\s|\s[-–—]\s)[\s*•-]*(?:\w+\s+){{0,2}}{_ANSWER_FIELD}\s*:(?!:)",
 )
 
 
