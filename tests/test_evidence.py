@@ -402,12 +402,18 @@ def test_tests_or_docs_that_are_the_askers_situation_are_not_what_is_asked() -> 
         "the docs for retries look stale. show me the source that actually does it",
         "I'm fixing a flaky test and it seems to involve retries. Where is that code?",
         "the tests for retries are failing; where is the code they exercise",
+        "In the tests I keep seeing references to retries but I can't find the real implementation. where is it",
+        "I'd like to write a test for retries, but first I need to find the code it exercises.",
+        "To fix the failing test test_retry_backoff, locate the retry policy",
+        "Failing test: test_retry_backoff (AssertionError: expected 3 attempts). Find the retry policy.",
     )
     for text in situation:
         assert query_traits(text)[1:] == (0.0, 0.0), text
         assert not {"tests", "test", "docs"} & set(subject_text(text).split()), text
     # a request for the tests or docs, a topic that holds the word, or no request for code: wanted as before
     assert query_traits("show me the existing tests for retries")[1] == 1.0
+    assert query_traits("find the failing tests for retries")[1] == 1.0
+    assert query_traits("To fix the failing test, locate the tests that cover retries")[1] == 1.0
     assert query_traits("Which spec files exercise retries? I need to follow their style")[1] == 1.0
     assert query_traits("Where is the code for test reporter interface?")[1] == 1.0
     assert "test" in subject_text("i want to change how the test reporter behaves, where is that code").split()

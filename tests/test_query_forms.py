@@ -20,6 +20,7 @@ import pytest
 from conftest import DATASETS, ROOT, SHARED, shared_path
 from fastrag.evaluation.datasets import load_dataset
 from fastrag.indexing.builder import IndexParams, build_index
+from fastrag.retrieval.evidence import query_traits, subject_text
 from fastrag.retrieval.query import context_request, request_subject, with_apostrophes
 from fastrag.retrieval.retriever import Retriever, bare_query, clean_query
 
@@ -217,6 +218,13 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
     started = time.perf_counter()
     clean_query(("I. " * 1400)[:4096])
     assert time.perf_counter() - started < 0.25
+    # nor what it says of tests and pages once per mention: each mention reads the few words around it
+    for mentions in ("test find ", "find test, ", "In the tests I find, ", "show me the code, failing test, "):
+        message = clean_query((mentions * 1400)[:4096])
+        started = time.perf_counter()
+        query_traits(message)
+        subject_text(message)
+        assert time.perf_counter() - started < 0.25, mentions
     # a request first, its reason after: the request
     assert read("Where is the TCP connector? Asking because our CI broke overnight.") == "Where is the TCP connector"
     assert read("show me connection pooling - I'm fixing a crash in prod") == "connection pooling"
@@ -261,6 +269,9 @@ def test_a_context_about_the_one_asking_is_not_searched() -> None:
         "[agent] searching codebase :: target=TCP connector :: reason=user request",
         "Goal: locate the implementation of TCP connector. Constraints: only source files, max 5 results.",
         "GOAL: fix failing test | SUBTASK: locate TCP connector | OUTPUT: file paths + line ranges",
+        "context from task: migrate callbacks to async/await\nsearch for: TCP connector",
+        "Context: upgrading the dependency broke the build.\nFind: TCP connector",
+        "- goal: add timeout support\n- look for: TCP connector\n- return: file paths only",
     ):
         assert read(message) == "TCP connector", message
     assert read("target: Sinatra::Base routing, scope: lib") == "Sinatra::Base routing"

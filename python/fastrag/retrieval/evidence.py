@@ -25,6 +25,8 @@ by repository (``benches/cv.py``), never set by hand.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -246,11 +248,14 @@ _NAMES_DOCS = re.compile(
     r"\b(?:docs?|documentation|documented|guides?|tutorials?|readmes?|manual|pages?|sections?)\b", re.IGNORECASE
 )
 #: A question that asks where something is: ``where``; which (or what) file, module, class, function,
-#: package, folder or code holds it; or what handles it, implements it, is responsible for it.
+#: package, folder or code holds it; what handles it, implements it, is responsible for it; or a request for the code
+#: itself ("show me the implementation", "can you pull up the code", "I need the source for …").
 _LOCATES = re.compile(
     rf"\bwhere\b|\b(?:which|what)\s+(?:\w+\s+){{0,2}}?"
     rf"(?:{_CODE_KINDS}|code|logic|folders?|director(?:y|ies)|components?|parts?)\b"
-    r"|\bwhat\s+(?:handles|implements|is\s+responsible\s+for|takes\s+care\s+of|deals\s+with|manages)\b",
+    r"|\bwhat\s+(?:handles|implements|is\s+responsible\s+for|takes\s+care\s+of|deals\s+with|manages)\b"
+    r"|\b(?:show|point|pull\s+up|bring\s+up|see|read|need|give|open|find)\b(?:\s+(?:me|us))?(?:\s+to)?"
+    r"\s+(?:the|that|its|their|this|your)\s+(?:\w+\s+)?(?:code|implementation|source(?:\s+code)?|logic)\b",
     re.IGNORECASE,
 )
 #: A word in the shape of a name in code: snake_case (an underscore beside a letter or digit), qualified
@@ -484,11 +489,14 @@ _KINDS_OF = re.compile(
 
 #: A request for the code itself: a request or question, then within the sentence the code, its implementation,
 #: source, logic or definition, or where it lives ("need the real implementation", "where's the code they exercise",
-#: "Where is that code?", "where does it live"; not "test code", "example code", "code reviews").
+#: "Where is that code?", "where does it live"; not "test code", "example code", "code reviews"); or a request to find
+#: something whose sentence names no tests, pages or examples ("Find the TCP connector", "locate the retry policy").
 _ASKS_CODE = re.compile(
     r"\b(?:where|which|show|point|need|see|find|read)\b[^.;?!]{0,60}?"
     r"(?:\b(?:implement(?:ation|ed|s)?|sources?|logic|defin(?:es|ed|ition)|lives?)\b"
-    r"|(?<!test )(?<!tests )(?<!example )(?<!sample )(?<!demo )\bcode\b(?!\s+(?:reviews?|of\s+conduct|style)))",
+    r"|(?<!test )(?<!tests )(?<!example )(?<!sample )(?<!demo )\bcode\b(?!\s+(?:reviews?|of\s+conduct|style)))"
+    r"|\b(?:find|locate|pull\s+up|trace)\b(?![^.;?!\n]*?\b(?:tests?|specs?|fixtures?|docs?|documentation|readmes?"
+    r"|examples?|samples?|demos?)\b)",
     re.IGNORECASE,
 )
 #: A request or question just before a mention, which makes it what is asked for: "show me the tests", "which spec
@@ -499,12 +507,31 @@ _REQUESTED = re.compile(
 )
 
 
-#: What comes before a mention of where the asker stands: the start of a sentence, or the asker with at most three
-#: words between ("Writing docs for …", "The tests for …", "I'm writing tests", "I'm fixing a flaky test", "my test
-#: suite"); a mention further into a sentence is part of what it asks about ("how the mock handler for tests works").
+#: What comes before a mention of where the asker stands: the start of a sentence with at most two words between,
+#: the asker with at most five, or a word that says it fails ("Writing docs for …", "The tests for …", "In the tests I
+#: keep seeing …", "I'm writing tests", "I'd like to write a test for …", "my test suite", "to fix the failing test");
+#: a mention further into a sentence is part of what it asks about ("how the mock handler for tests works").
 _STANDS = re.compile(
-    r"(?:^|[.;:!?]\s+)\W*(?:\w+\s+)?\W*$|\b(?:i|i['’]m|we|we['’]re|my|our)\b(?:\W+\w+){0,3}\W*$", re.IGNORECASE
+    r"(?:^|[.;:!?]\s+)\W*(?:\w+\s+){0,2}\W*$|\b(?:i|i['’]m|we|we['’]re|my|our)\b(?:\W+\w+){0,5}\W*$"
+    r"|\b(?:failing|failed|flaky|broken|erroring|crashing)\s+(?:\w+\s+)?$",
+    re.IGNORECASE,
 )
+
+
+#: How far before or after a mention the words that read it are looked for: every such pattern spans a few words,
+#: so a long message is read in time linear in its length.
+_NEAR = 400
+#: Mentions of one kind a clause is read for; a clause that names tests more often is left as typed past them.
+_MENTIONS_READ = 16
+#: Where a request for the code itself (:data:`_ASKS_CODE`) may start: every start, overlapping ones included.
+_ASKS_CODE_AT = re.compile(rf"(?=(?:{_ASKS_CODE.pattern}))", re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _code_requests(text: str) -> list[int]:
+    """Every place in ``text`` where a request for the code itself starts (:data:`_ASKS_CODE`), in order: found once
+    per message, not once per mention it is asked for."""
+    return [found.start() for found in _ASKS_CODE_AT.finditer(text)]
 
 
 def _situation(text: str, at: int, clause: str, found: re.Match[str]) -> bool:
@@ -515,15 +542,19 @@ def _situation(text: str, at: int, clause: str, found: re.Match[str]) -> bool:
     "show me the tests and the code", nor "how the test reporter works, where is that code"). ``clause`` starts at
     ``at`` in ``text``."""
     at += found.start()
-    if _ASKS_CODE.search(text, at) is None or _REQUESTED.search(clause, 0, found.start()) is not None:
+    asked = _code_requests(text)
+    if bisect.bisect_left(asked, at) == len(asked):
         return False
-    if not _STANDS.search(text[:at]):
+    if _REQUESTED.search(clause, max(0, found.start() - _NEAR), found.start()) is not None:
         return False
-    following = _words(clause[found.end() :])[:1]
+    if not _STANDS.search(text, max(0, at - _NEAR), at):
+        return False
+    following = _words(clause[found.end() : found.end() + _NEAR])[:1]
     return (
         found.group().lower().endswith("s")
         or not following
         or _aside(following[0])
+        or "test" in following[0].lower()  # the test named: "the failing test test_session_reuse"
         or _ASKING_WORDS.fullmatch(following[0]) is not None
     )
 
@@ -576,7 +607,7 @@ def _cut_mentions(text: str, start: int, clause: str, cut: list[tuple[int, int]]
     """Add to ``cut`` the spans of ``clause`` (at ``start`` in ``text``) that say what is not wanted (see
     :func:`_unwanted`); whether the clause ends in such a list, which the next clause may go on with."""
     listing = False
-    for found in (found for kind in _LEFT_OUT for found in kind.finditer(clause)):
+    for found in (found for kind in _LEFT_OUT for found in itertools.islice(kind.finditer(clause), _MENTIONS_READ)):
         before, after = _negation(clause, found)
         if before is not None and before.end() == found.start():  # "non-test code": the compound alone
             cut.append((start + before.start(), start + found.end()))

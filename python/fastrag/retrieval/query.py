@@ -159,10 +159,12 @@ _INSTRUCTION = re.compile(
     r"(?:[.!?;]\s+|\n\s*)(?i:do\s+not|don'?t|never|respond|reply|return|output|answer\s+with|format|limit|cite"
     r"|only\s+(?:return|list|show|include)|include|exclude)\b"
 )
-#: A field that says what to find, as an agent writes it: "query: …", 'query="…"', "target: …", "subject: …". Its
-#: value (quoted, or up to the next field, "|", ";" or line) is what is asked.
+#: A field that says what to find, as an agent writes it: "query: …", 'query="…"', "target: …", "subject: …",
+#: "search for: …", "look for: …", "Find: …". Its value (quoted, or up to the next field, "|", ";" or line) is what
+#: is asked.
 _WHAT_TO_FIND = re.compile(
-    r"(?:^|[\s(|;,\[{-])(?i:query|q|target|subject|topic|term|terms|keywords?|symbol|search_?for|lookup)\s*[:=]\s*"
+    r"(?:^|[\s(|;,\[{-])(?i:query|q|target|subject|topic|term|terms|keywords?|symbol|lookup|find"
+    r"|search(?:ing)?[\s_]*for|look(?:ing)?[\s_]+(?:for|up))\s*[:=]\s*"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^|;\n]*?)"
     r"(?=\s*(?:[|;\n)\]}]|[\s,]\s*[\w-]+\s*[:=](?![:=])|$))"
 )
@@ -495,7 +497,7 @@ def _read(text: str) -> tuple[str, tuple[str, str] | None]:
     field = _HOW_TO_ANSWER.search(text) or _INSTRUCTION.search(text)
     text = text[: field.start()].rstrip(_FIELD_MARKS + "|;-–—") if field is not None and field.start() > 0 else text
     named = _WHAT_TO_FIND.search(text)
-    if named is not None and named.group("value").strip(_FIELD_MARKS):
+    if named is not None and any(c.isalnum() for c in named.group("value")):  # a value, not a mark ("search:\n- ")
         return _plain_subject(named.group("value").strip(_FIELD_MARKS)), None
     read = context_request(text)
     return _plain_subject(read or text), None if read is None else (read, text)
