@@ -406,6 +406,8 @@ def test_tests_or_docs_that_are_the_askers_situation_are_not_what_is_asked() -> 
         "I'd like to write a test for retries, but first I need to find the code it exercises.",
         "To fix the failing test test_retry_backoff, locate the retry policy",
         "Failing test: test_retry_backoff (AssertionError: expected 3 attempts). Find the retry policy.",
+        "Can someone point me to the retry policy? Trying to fix a flaky test on CI.",
+        "Could someone point me to where retries are implemented? I'm writing up the design doc for the migration.",
     )
     for text in situation:
         assert query_traits(text)[1:] == (0.0, 0.0), text
@@ -413,6 +415,7 @@ def test_tests_or_docs_that_are_the_askers_situation_are_not_what_is_asked() -> 
     # a request for the tests or docs, a topic that holds the word, or no request for code: wanted as before
     assert query_traits("show me the existing tests for retries")[1] == 1.0
     assert query_traits("find the failing tests for retries")[1] == 1.0
+    assert query_traits("Where is the retry policy, and which tests cover it?")[1] == 1.0
     assert query_traits("To fix the failing test, locate the tests that cover retries")[1] == 1.0
     assert query_traits("Which spec files exercise retries? I need to follow their style")[1] == 1.0
     assert query_traits("Where is the code for test reporter interface?")[1] == 1.0

@@ -25,7 +25,6 @@ by repository (``benches/cv.py``), never set by hand.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import posixpath
 import re
@@ -495,8 +494,8 @@ _ASKS_CODE = re.compile(
     r"\b(?:where|which|show|point|need|see|find|read)\b[^.;?!]{0,60}?"
     r"(?:\b(?:implement(?:ation|ed|s)?|sources?|logic|defin(?:es|ed|ition)|lives?)\b"
     r"|(?<!test )(?<!tests )(?<!example )(?<!sample )(?<!demo )\bcode\b(?!\s+(?:reviews?|of\s+conduct|style)))"
-    r"|\b(?:find|locate|pull\s+up|trace)\b(?![^.;?!\n]*?\b(?:tests?|specs?|fixtures?|docs?|documentation|readmes?"
-    r"|examples?|samples?|demos?)\b)",
+    r"|\b(?:find|locate|pull\s+up|trace|point\s+(?:me|us)\s+(?:to|at)|show\s+(?:me|us))\b"
+    r"(?![^.;?!\n]*?\b(?:tests?|specs?|fixtures?|docs?|documentation|readmes?|examples?|samples?|demos?)\b)",
     re.IGNORECASE,
 )
 #: A request or question just before a mention, which makes it what is asked for: "show me the tests", "which spec
@@ -523,27 +522,24 @@ _STANDS = re.compile(
 _NEAR = 400
 #: Mentions of one kind a clause is read for; a clause that names tests more often is left as typed past them.
 _MENTIONS_READ = 16
-#: Where a request for the code itself (:data:`_ASKS_CODE`) may start: every start, overlapping ones included.
-_ASKS_CODE_AT = re.compile(rf"(?=(?:{_ASKS_CODE.pattern}))", re.IGNORECASE)
 
 
 @lru_cache(maxsize=64)
-def _code_requests(text: str) -> list[int]:
-    """Every place in ``text`` where a request for the code itself starts (:data:`_ASKS_CODE`), in order: found once
-    per message, not once per mention it is asked for."""
-    return [found.start() for found in _ASKS_CODE_AT.finditer(text)]
+def _asks_code(text: str) -> bool:
+    """Whether ``text`` asks for the code itself anywhere (:data:`_ASKS_CODE`), before a mention of tests or pages
+    that tells where the asker stands or after it; read once per message, not once per mention."""
+    return _ASKS_CODE.search(text) is not None
 
 
 def _situation(text: str, at: int, clause: str, found: re.Match[str]) -> bool:
     """Whether the mention ``found`` in ``clause`` says where the asker stands rather than what they ask for: the
-    query asks for the code after it, no request stands just before it, it stands where a situation is told
-    (:data:`_STANDS`), and it does not name a kind of something else, as a singular before another word does
-    ("I'm writing tests for X and need the implementation", "the docs for X are thin; where does it live?"; not
-    "show me the tests and the code", nor "how the test reporter works, where is that code"). ``clause`` starts at
-    ``at`` in ``text``."""
+    query asks for the code (before the mention or after it), no request stands just before it, it stands where a
+    situation is told (:data:`_STANDS`), and it does not name a kind of something else, as a singular before another
+    word does ("I'm writing tests for X and need the implementation", "the docs for X are thin; where does it live?",
+    "point me to X? Trying to fix a flaky test"; not "show me the tests and the code", nor "how the test reporter
+    works, where is that code"). ``clause`` starts at ``at`` in ``text``."""
     at += found.start()
-    asked = _code_requests(text)
-    if bisect.bisect_left(asked, at) == len(asked):
+    if not _asks_code(text):
         return False
     if _REQUESTED.search(clause, max(0, found.start() - _NEAR), found.start()) is not None:
         return False
