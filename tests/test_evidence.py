@@ -193,6 +193,13 @@ def test_traits_name_tests_and_documentation() -> None:
     # tests or documentation said not to be wanted are not what the query names
     assert query_traits("need the source for the retry policy, not the tests") == (0.0, 0.0, 0.0)
     assert query_traits("retry policy without the tests (no docs)") == (0.0, 0.0, 0.0)
+    # a list after "not" goes on past its commas, to the end of its sentence
+    for listed in (
+        "retry policy (skip vendored code, generated files and fixtures)",
+        "retry policy, excluding docs, tests",
+    ):
+        assert query_traits(listed) == (0.0, 0.0, 0.0), listed
+        assert not {"fixtures", "tests", "docs"} & set(subject_text(listed).split()), listed
     assert query_traits("I need the retry code. Tests and docs aren't useful") == (1.0, 0.0, 0.0)
     assert query_traits("skip the docs: where are the tests for retries") == (1.0, 1.0, 0.0)
     assert query_traits("the test for retries doesn't pass") == (0.0, 1.0, 0.0)

@@ -25,6 +25,7 @@ by repository (``benches/cv.py``), never set by hand.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import posixpath
 import re
@@ -517,6 +518,14 @@ _STANDS = re.compile(
 )
 
 
+#: Where a sentence ends: a list of what is not wanted goes on at most to there.
+_SENTENCE_END = re.compile(r"[.;!?]\s|\n")
+#: What ends a list of what is not wanted before the sentence does: a colon or a dash, or a request or question
+#: ("skip the docs: where are the tests").
+_LIST_BREAK = re.compile(
+    r"[:–—]|\s-\s|\b(?:show|see|find|read|look|give|pull|list|open|want|need|where|which|what|how|are|is)\b",
+    re.IGNORECASE,
+)
 #: How far before or after a mention the words that read it are looked for: every such pattern spans a few words,
 #: so a long message is read in time linear in its length.
 _NEAR = 400
@@ -561,9 +570,37 @@ def _wants(kind: re.Pattern[str], text: str) -> bool:
     situation (:func:`_situation`)."""
     for start, clause in _clauses(text):
         found = kind.search(clause)
-        if found and _negation(clause, found) == (None, None) and not _situation(text, start, clause, found):
+        if (
+            found
+            and _negation(clause, found) == (None, None)
+            and _not_listed(text, start + found.start()) is None
+            and not _situation(text, start, clause, found)
+        ):
             return True
     return False
+
+
+def _not_listed(text: str, at: int) -> int | None:
+    """Where the word that says not (:data:`_NOT_BEFORE`) starts before the mention at ``at``, in the same sentence
+    but an earlier clause, when only a list of what is not wanted lies between (:func:`_aside`): "(skip vendored
+    code, generated files and fixtures)"; else ``None``."""
+    negations, sentence_ends = _marks(text)
+    last = bisect.bisect_right(negations, at, key=lambda span: span[1]) - 1
+    if last < 0:
+        return None
+    first, end = negations[last]
+    gap = text[end:at]
+    if at - end > _NEAR or bisect.bisect_left(sentence_ends, at) != bisect.bisect_left(sentence_ends, end):
+        return None
+    return first if not _LIST_BREAK.search(gap) and _aside(gap) else None
+
+
+@lru_cache(maxsize=64)
+def _marks(text: str) -> tuple[list[tuple[int, int]], list[int]]:
+    """The words of ``text`` that say not (:data:`_NOT_BEFORE`, start and end) and where its sentences end, found
+    once per message."""
+    negations = [found.span() for found in _NOT_BEFORE.finditer(text)]
+    return negations, [found.end() for found in _SENTENCE_END.finditer(text)]
 
 
 def _clauses(text: str) -> Iterator[tuple[int, str]]:
@@ -614,6 +651,8 @@ def _cut_mentions(text: str, start: int, clause: str, cut: list[tuple[int, int]]
             rest = _aside(clause[after.end() :])
             cut.append((start, start + (len(clause) if rest else after.end())))
             listing = rest
+        elif before is None and after is None and (listed := _not_listed(text, start + found.start())) is not None:
+            cut.append((listed, start + found.end()))
         elif before is None and after is None and _situation(text, start, clause, found):
             cut.append((start + found.start(), start + found.end()))
     return listing
