@@ -499,12 +499,11 @@ _ASKS_CODE = re.compile(
     r"(?![^.;?!\n]*?\b(?:tests?|specs?|fixtures?|docs?|documentation|readmes?|examples?|samples?|demos?)\b)",
     re.IGNORECASE,
 )
+#: The words of a request or a question for something ("show me …", "where are …", "I need …").
+_REQUEST_WORDS = r"show|see|find|read|look|give|pull|list|open|want|need|where|which|what"
 #: A request or question just before a mention, which makes it what is asked for: "show me the tests", "which spec
 #: files", "I want the README", "what do the integration tests", "are there examples".
-_REQUESTED = re.compile(
-    r"\b(?:show|see|find|read|look|give|pull|list|open|want|need|where|which|what|any|there)\b(?:\W+\w+){0,4}\W*$",
-    re.IGNORECASE,
-)
+_REQUESTED = re.compile(rf"\b(?:{_REQUEST_WORDS}|any|there)\b(?:\W+\w+){{0,4}}\W*$", re.IGNORECASE)
 
 
 #: What comes before a mention of where the asker stands: the start of a sentence with at most two words between,
@@ -522,10 +521,7 @@ _STANDS = re.compile(
 _SENTENCE_END = re.compile(r"[.;!?]\s|\n")
 #: What ends a list of what is not wanted before the sentence does: a colon or a dash, or a request or question
 #: ("skip the docs: where are the tests").
-_LIST_BREAK = re.compile(
-    r"[:–—]|\s-\s|\b(?:show|see|find|read|look|give|pull|list|open|want|need|where|which|what|how|are|is)\b",
-    re.IGNORECASE,
-)
+_LIST_BREAK = re.compile(rf"[:–—]|\s-\s|\b(?:{_REQUEST_WORDS}|how|are|is)\b", re.IGNORECASE)
 #: How far before or after a mention the words that read it are looked for: every such pattern spans a few words,
 #: so a long message is read in time linear in its length.
 _NEAR = 400

@@ -497,7 +497,7 @@ def _read(text: str) -> tuple[str, tuple[str, str] | None]:
     field = _HOW_TO_ANSWER.search(text) or _INSTRUCTION.search(text)
     text = text[: field.start()].rstrip(_FIELD_MARKS + "|;-–—") if field is not None and field.start() > 0 else text
     named = _WHAT_TO_FIND.search(text)
-    if named is not None and any(c.isalnum() for c in named.group("value")):  # a value, not a mark ("search:\n- ")
+    if named is not None and any(c.isalnum() for c in named.group("value")):  # a value, not a mark ("find:\n- ")
         return _plain_subject(named.group("value").strip(_FIELD_MARKS)), None
     read = context_request(text)
     return _plain_subject(read or text), None if read is None else (read, text)
