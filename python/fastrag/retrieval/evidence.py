@@ -517,11 +517,9 @@ _STANDS = re.compile(
 )
 
 
-#: Where a sentence ends: a list of what is not wanted goes on at most to there.
-_SENTENCE_END = re.compile(r"[.;!?]\s|\n")
-#: What ends a list of what is not wanted before the sentence does: a colon or a dash, or a request or question
-#: ("skip the docs: where are the tests").
-_LIST_BREAK = re.compile(rf"[:–—]|\s-\s|\b(?:{_REQUEST_WORDS}|how|are|is)\b", re.IGNORECASE)
+#: What ends a list of what is not wanted: the end of its sentence or line, a colon or a dash, or a request or
+#: question ("skip the docs: where are the tests").
+_LIST_BREAK = re.compile(rf"[.;!?]\s|\n|[:–—]|\s-\s|\b(?:{_REQUEST_WORDS}|how|are|is)\b", re.IGNORECASE)
 #: How far before or after a mention the words that read it are looked for: every such pattern spans a few words,
 #: so a long message is read in time linear in its length.
 _NEAR = 400
@@ -580,23 +578,21 @@ def _not_listed(text: str, at: int) -> int | None:
     """Where the word that says not (:data:`_NOT_BEFORE`) starts before the mention at ``at``, in the same sentence
     but an earlier clause, when only a list of what is not wanted lies between (:func:`_aside`): "(skip vendored
     code, generated files and fixtures)"; else ``None``."""
-    negations, sentence_ends = _marks(text)
+    negations = _negations(text)
     last = bisect.bisect_right(negations, at, key=lambda span: span[1]) - 1
     if last < 0:
         return None
     first, end = negations[last]
     gap = text[end:at]
-    if at - end > _NEAR or bisect.bisect_left(sentence_ends, at) != bisect.bisect_left(sentence_ends, end):
+    if at - end > _NEAR or _LIST_BREAK.search(gap):
         return None
-    return first if not _LIST_BREAK.search(gap) and _aside(gap) else None
+    return first if _aside(gap) else None
 
 
 @lru_cache(maxsize=64)
-def _marks(text: str) -> tuple[list[tuple[int, int]], list[int]]:
-    """The words of ``text`` that say not (:data:`_NOT_BEFORE`, start and end) and where its sentences end, found
-    once per message."""
-    negations = [found.span() for found in _NOT_BEFORE.finditer(text)]
-    return negations, [found.end() for found in _SENTENCE_END.finditer(text)]
+def _negations(text: str) -> list[tuple[int, int]]:
+    """Where the words of ``text`` that say not (:data:`_NOT_BEFORE`) start and end, found once per message."""
+    return [found.span() for found in _NOT_BEFORE.finditer(text)]
 
 
 def _clauses(text: str) -> Iterator[tuple[int, str]]:
