@@ -221,7 +221,7 @@ def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bo
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
     decay = retriever.spread_of(q.text, docs_lead(q.features))
     if decay < 1.0:
-        ranked = spread_files(ranked, retriever.index.chunks.file, decay)
+        ranked = spread_files(ranked, retriever.index.chunks.file, decay, retriever.precision.pages)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
         hits = interleave(q.places, hits)

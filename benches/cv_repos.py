@@ -218,7 +218,7 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
     decay = index.retriever.spread_of(item.task.query, docs_lead(item.features))
     if decay < 1.0:
-        ranked = spread_files(ranked, chunks.file, decay)
+        ranked = spread_files(ranked, chunks.file, decay, index.retriever.precision.pages)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
     return ndcg_at_10(index.spans(hits), item.task)
 

@@ -262,14 +262,25 @@ def test_the_first_phrase_a_query_is_about(text: str, lead: list[str]) -> None:
 
 def test_spread_files_demotes_a_files_further_spans() -> None:
     file_of = [0, 0, 0, 1, 2]
+    code = [False, False, False]
     ranked = [(0, 1.0), (1, 0.9), (2, 0.8), (3, 0.6), (4, 0.3)]
-    assert [c for c, _ in spread_files(ranked, file_of, 1.0)] == [0, 1, 2, 3, 4]
-    spread = spread_files(ranked, file_of, 0.5)
+    assert [c for c, _ in spread_files(ranked, file_of, 1.0, code)] == [0, 1, 2, 3, 4]
+    spread = spread_files(ranked, file_of, 0.5, code)
     assert [c for c, _ in spread] == [0, 3, 1, 4, 2]
     assert dict(spread)[2] == pytest.approx(0.8 * 0.25)
     # a negative score (a test file's, after the precision stage) is pushed further down, never up
-    negative = spread_files([(0, 1.0), (1, -0.2), (2, -0.4)], [0, 1, 1], 0.5)
+    negative = spread_files([(0, 1.0), (1, -0.2), (2, -0.4)], [0, 1, 1], 0.5, code)
     assert [c for c, _ in negative] == [0, 1, 2] and dict(negative)[2] == pytest.approx(-0.6)
+
+
+def test_spread_files_leaves_a_pages_sections_in_place() -> None:
+    """A page's further sections keep their scores (the one a few words want is often not its first); the code
+    files beside it are still spread."""
+    file_of = [0, 0, 0, 1, 1, 2]
+    ranked = [(0, 1.0), (1, 0.9), (2, 0.8), (3, 0.7), (4, 0.65), (5, 0.4)]
+    spread = spread_files(ranked, file_of, 0.5, [True, False, False])
+    assert [c for c, _ in spread] == [0, 1, 2, 3, 5, 4]
+    assert dict(spread)[2] == 0.8 and dict(spread)[4] == pytest.approx(0.65 * 0.5)
 
 
 @pytest.mark.parametrize(

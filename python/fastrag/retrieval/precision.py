@@ -252,6 +252,7 @@ class Precision:
         self._kinds: dict[int, tuple[float, float, float]] = {}
         self._path_words = PathWords(scorer.tokenize)
         self._prose: float | None = None
+        self._pages: tuple[bool, ...] | None = None
 
     def set_weights(self, relative: Sequence[float]) -> None:
         """Use other weights: those of :data:`COLUMNS` after the first, relative to the first's (what
@@ -299,11 +300,18 @@ class Precision:
         return lead_share([score for _, score in lead], [self._kind(self.file_of[cid])[2] for cid, _ in lead])
 
     @property
+    def pages(self) -> tuple[bool, ...]:
+        """Whether each file of the index is documentation (:func:`path_kind`), computed once."""
+        if self._pages is None:
+            self._pages = tuple(bool(path_kind(p).prose) for p in self.paths)
+        return self._pages
+
+    @property
     def prose_share(self) -> float:
-        """The share of the index's spans whose file is documentation (:func:`path_kind`), at most
+        """The share of the index's spans whose file is documentation (:attr:`pages`), at most
         :data:`PROSE_CAP`, computed once."""
         if self._prose is None:
-            prose = [path_kind(p).prose for p in self.paths]
+            prose = self.pages
             share = sum(prose[f] for f in self.file_of) / len(self.file_of) if len(self.file_of) else 0.0
             self._prose = min(share, PROSE_CAP)
         return self._prose

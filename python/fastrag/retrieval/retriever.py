@@ -218,7 +218,7 @@ class Retriever:
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
             if decay < 1.0:
-                ranked = spread_files(ranked, chunks.file, decay)
+                ranked = spread_files(ranked, chunks.file, decay, self.precision.pages)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -508,15 +508,21 @@ def file_spread(
     return 1.0 if asks_for_passage(query, docs_lead, names_code) else ASKED_SPREAD
 
 
-def spread_files(ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float) -> list[tuple[int, float]]:
+def spread_files(
+    ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float, pages: Sequence[bool]
+) -> list[tuple[int, float]]:
     """``ranked`` (chunk id, score; best first) with the score of each chunk lowered by ``1 - decay`` of its size
     once for every better chunk of its file (a positive score multiplied by ``decay``, a negative one, which the
-    precision stage gives a test file, pushed as far below zero), and sorted again (stable: ties keep their order)."""
+    precision stage gives a test file, pushed as far below zero), and sorted again (stable: ties keep their order).
+    A file that ``pages`` marks as documentation is left alone: a page's sections are passages on one topic, and
+    the one a few words want is often not its best-scored; a code file's further spans stand in the way of the
+    other files a query names."""
     seen: dict[int, int] = {}
     out: list[tuple[int, float]] = []
     for cid, score in ranked:
-        n = seen.get(file_of[cid], 0)
-        seen[file_of[cid]] = n + 1
+        f = file_of[cid]
+        n = 0 if pages[f] else seen.get(f, 0)
+        seen[f] = n + 1
         out.append((cid, score - (1.0 - decay**n) * abs(score)))
     out.sort(key=lambda item: -item[1])
     return out
