@@ -59,7 +59,6 @@ from fastrag.retrieval.retriever import (
     hits_to_sources,
     interleave,
     nested_first,
-    spread_files,
 )
 from fastrag.schemas import MinimalSource
 
@@ -220,8 +219,7 @@ def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bo
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
     decay = retriever.spread_of(q.text, docs_lead(q.features))
-    if decay < 1.0:
-        ranked = spread_files(ranked, retriever.index.chunks.file, decay, retriever.precision.pages)
+    ranked = retriever.spread_over_files(ranked, decay)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
         hits = interleave(q.places, hits)

@@ -77,7 +77,6 @@ from fastrag.retrieval.retriever import (
     clean_query,
     distinct,
     nested_first,
-    spread_files,
 )
 
 SECTION = "## Cross-validation by repository"
@@ -217,8 +216,7 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
     decay = index.retriever.spread_of(item.task.query, docs_lead(item.features))
-    if decay < 1.0:
-        ranked = spread_files(ranked, chunks.file, decay, index.retriever.precision.pages)
+    ranked = index.retriever.spread_over_files(ranked, decay)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
     return ndcg_at_10(index.spans(hits), item.task)
 

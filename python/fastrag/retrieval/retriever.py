@@ -217,8 +217,7 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
-            if decay < 1.0:
-                ranked = spread_files(ranked, chunks.file, decay, self.precision.pages)
+            ranked = self.spread_over_files(ranked, decay)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -241,6 +240,11 @@ class Retriever:
         """How much each further span of a file counts among ``query``'s results, by this retriever's
         settings (:func:`file_spread`, with :meth:`names_code`)."""
         return file_spread(query, docs_lead, self.names_code, self.spread, self.named_spread)
+
+    def spread_over_files(self, ranked: list[tuple[int, float]], decay: float) -> list[tuple[int, float]]:
+        """``ranked`` (chunk id, score; best first) spread over this index's files by ``decay``
+        (:func:`spread_files`, its pages left alone); unchanged at 1.0."""
+        return spread_files(ranked, self.index.chunks.file, decay, self.precision.pages) if decay < 1.0 else ranked
 
     def names_code(self, query: str) -> bool:
         """Whether ``query`` names something in code: a word shaped as a name in code
@@ -521,8 +525,9 @@ def spread_files(
     out: list[tuple[int, float]] = []
     for cid, score in ranked:
         f = file_of[cid]
-        n = 0 if pages[f] else seen.get(f, 0)
-        seen[f] = n + 1
+        n = seen.get(f, 0)
+        if not pages[f]:
+            seen[f] = n + 1
         out.append((cid, score - (1.0 - decay**n) * abs(score)))
     out.sort(key=lambda item: -item[1])
     return out
