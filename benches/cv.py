@@ -211,24 +211,29 @@ def model_scores(features: np.ndarray, weights: Ranker) -> np.ndarray:
     return weights(features) if callable(weights) else features @ weights
 
 
-def ranked_hits(q: Question, weights: Ranker, retriever: Retriever, headings: bool = True) -> list[Hit]:
-    """The first ``K`` hits of ``q`` ranked by ``weights``, through the retriever's own post-processing."""
+def ranked_hits(
+    q: Question, weights: Ranker, retriever: Retriever, headings: bool = True, pages: bool = True
+) -> list[Hit]:
+    """The first ``K`` hits of ``q`` ranked by ``weights``, through the retriever's own post-processing
+    (``pages``: as :meth:`~fastrag.retrieval.retriever.Retriever.weigh_files` takes it)."""
     if not q.ids:
         return []
     scores = model_scores(q.features, weights)
     order = sorted(range(len(q.ids)), key=lambda j: (-scores[j], q.ids[j]))
     ranked = nested_first([(q.ids[j], float(scores[j])) for j in order], retriever.index.chunks)
     decay = retriever.spread_of(q.text, docs_lead(q.features))
-    ranked = retriever.spread_over_files(ranked, decay)
+    ranked = retriever.weigh_files(ranked, q.text, decay, pages)
     hits: Iterator[Hit] = (Hit(*retriever.index.chunks.span(cid), score) for cid, score in ranked)
     if headings and q.places:
         hits = interleave(q.places, hits)
     return distinct(hits, K)
 
 
-def recall(q: Question, weights: Ranker, retriever: Retriever, headings: bool = True) -> dict[int, float]:
-    """recall@k of ``q`` ranked by ``weights``."""
-    top = ranked_hits(q, weights, retriever, headings)
+def recall(
+    q: Question, weights: Ranker, retriever: Retriever, headings: bool = True, pages: bool = True
+) -> dict[int, float]:
+    """recall@k of ``q`` ranked by ``weights`` (:func:`ranked_hits`)."""
+    top = ranked_hits(q, weights, retriever, headings, pages)
     return {k: found_share(q.truth, top[:k]) for k in RECALL_KS}
 
 

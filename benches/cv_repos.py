@@ -207,8 +207,9 @@ def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: i
     return out
 
 
-def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
-    """NDCG@10 of a task ranked by ``weights`` through the retriever's own post-processing."""
+def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex, pages: bool = True) -> float:
+    """NDCG@10 of a task ranked by ``weights`` through the retriever's own post-processing (``pages``: as
+    :meth:`~fastrag.retrieval.retriever.Retriever.weigh_files` takes it)."""
     if not item.ids:
         return 0.0
     chunks = index.retriever.index.chunks
@@ -216,7 +217,7 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
     order = sorted(range(len(item.ids)), key=lambda j: (-scores[j], item.ids[j]))
     ranked = nested_first([(item.ids[j], float(scores[j])) for j in order], chunks)
     decay = index.retriever.spread_of(item.task.query, docs_lead(item.features))
-    ranked = index.retriever.spread_over_files(ranked, decay)
+    ranked = index.retriever.weigh_files(ranked, item.task.query, decay, pages)
     hits = distinct((Hit(*chunks.span(cid), score) for cid, score in ranked), K)
     return ndcg_at_10(index.spans(hits), item.task)
 
@@ -225,6 +226,10 @@ def repo_ndcg(item: RepoTask, weights: Ranker, index: RepoIndex) -> float:
 #: the weights, and the steps tried on each, as shares of the first-stage weight.
 ASCENT_ROUNDS = 2
 ASCENT_STEPS = (0.3, 0.1, -0.1, -0.3)
+#: Whether the climb leaves a page's sections unspread, as search does (``Retriever.weigh_files``' ``pages``). It
+#: does not: climbed with every file spread, the weights score .880 on the benchmark out of fold and vLLM code R@5
+#: .956; climbed with pages unspread, .872 and .960 (benches/RESULTS.md, "A page's sections are not spread").
+ASCENT_PAGES = False
 
 
 def over_repos(tasks: Sequence[RepoTask], values: Sequence[float]) -> float:
@@ -243,9 +248,11 @@ def form_mean(
     return over_repos(items, [repo_ndcg(t, pick(pooled.repo_fold[t.task.repo]), indexes[t.task.repo]) for t in items])
 
 
-def repo_mean(tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex]) -> float:
-    """:func:`over_repos` of the tasks' NDCG@10 ranked by ``weights``."""
-    return over_repos(tasks, [repo_ndcg(t, weights, indexes[t.task.repo]) for t in tasks])
+def repo_mean(
+    tasks: Sequence[RepoTask], weights: np.ndarray, indexes: dict[str, RepoIndex], pages: bool = True
+) -> float:
+    """:func:`over_repos` of the tasks' NDCG@10 ranked by ``weights`` (:func:`repo_ndcg`)."""
+    return over_repos(tasks, [repo_ndcg(t, weights, indexes[t.task.repo], pages) for t in tasks])
 
 
 @dataclass(slots=True)
@@ -296,20 +303,20 @@ class Pooled:
         if not tasks:
             return weights
         typed = [q for q in chosen if isinstance(q, Question) and q.dataset.endswith(f"_{KEYWORDS}.json")]
-        floor = self.typed_recall(typed, weights)
+        floor = self.typed_recall(typed, weights, ASCENT_PAGES)
         scale = float(abs(weights[0])) or 1.0
         asks = {c: j for j, c in enumerate(precision.COLUMNS) if c.endswith("*asks")}
         movable = [(i, asks[f"{c}*asks"]) for i, c in enumerate(precision.FEATURES) if i > 0 and weights[i] != 0]
         best_w: np.ndarray = weights.copy()
-        best = repo_mean(tasks, weights, self.indexes)
+        best = repo_mean(tasks, weights, self.indexes, ASCENT_PAGES)
         for _ in range(ASCENT_ROUNDS):
             for i, j in movable:
                 for step in ASCENT_STEPS:
                     trial = best_w.copy()
                     trial[i] += step * scale
                     trial[j] -= step * scale
-                    value = repo_mean(tasks, trial, self.indexes)
-                    if value > best + 1e-9 and self.typed_recall(typed, trial) >= floor - 1e-9:
+                    value = repo_mean(tasks, trial, self.indexes, ASCENT_PAGES)
+                    if value > best + 1e-9 and self.typed_recall(typed, trial, ASCENT_PAGES) >= floor - 1e-9:
                         best_w, best = trial, value
         return best_w
 
@@ -318,9 +325,10 @@ class Pooled:
         names_code = self.indexes[item.task.repo].retriever.names_code
         return asks_for_passage(item.task.query, docs_lead(item.features), names_code)
 
-    def typed_recall(self, typed: Sequence[Question], weights: np.ndarray) -> float:
-        """Mean recall@5 of the keyword forms ``typed`` under ``weights`` (1.0 for none)."""
-        return float(np.mean([recall(q, weights, self.vllm)[5] for q in typed])) if typed else 1.0
+    def typed_recall(self, typed: Sequence[Question], weights: np.ndarray, pages: bool = True) -> float:
+        """Mean recall@5 of the keyword forms ``typed`` under ``weights`` (1.0 for none; ``pages``: as
+        :func:`repo_ndcg` takes it)."""
+        return float(np.mean([recall(q, weights, self.vllm, pages=pages)[5] for q in typed])) if typed else 1.0
 
     def fitted(self, fold: int | None) -> np.ndarray:
         """Weights fitted on everything outside ``fold`` (computed once per fold), then climbed

@@ -15,12 +15,14 @@ from fastrag.retrieval.evidence import (
     is_symbol_query,
     lead_phrase,
     names_identifier,
+    names_version,
+    older_versions,
     path_kind,
     query_traits,
     subject_text,
     symbol_name,
 )
-from fastrag.retrieval.retriever import ASKED_SPREAD, NAMED_SPREAD, SPREAD, file_spread, spread_files
+from fastrag.retrieval.retriever import ASKED_SPREAD, NAMED_SPREAD, SPREAD, demote_files, file_spread, spread_files
 
 
 @pytest.mark.parametrize(
@@ -281,6 +283,56 @@ def test_spread_files_leaves_a_pages_sections_in_place() -> None:
     spread = spread_files(ranked, file_of, 0.5, [True, False, False])
     assert [c for c, _ in spread] == [0, 1, 2, 3, 5, 4]
     assert dict(spread)[2] == 0.8 and dict(spread)[4] == pytest.approx(0.65 * 0.5)
+    # without pages, every file is spread (as the ranker's weights were climbed)
+    assert spread_files(ranked, file_of, 0.5, None) == spread_files(ranked, file_of, 0.5, [False, False, False])
+
+
+def test_older_versions_are_those_kept_beside_a_newer_one() -> None:
+    """A version folder beside a newer one of the same parent is an older copy; one alone says nothing of
+    which copy is current (``pydantic/v1/`` is the old API, ``vllm/v1/`` the new engine)."""
+    paths = [
+        "packages/zod/src/v3/types.ts",  # 0: beside v4
+        "packages/zod/src/v4/core/schemas.ts",  # 1
+        "packages/zod/src/v4/classic/schemas.ts",  # 2
+        "pydantic/v1/main.py",  # 3: alone
+        "pydantic/main.py",  # 4
+        "vllm/v1/engine/core.py",  # 5: alone
+        "api/v2/routes.go",  # 6: beside v10
+        "api/v10/routes.go",  # 7
+        "api/v10/v1/old.go",  # 8: nested, beside v10/v2
+        "api/v10/v2/new.go",  # 9
+        "docs/v3.md",  # 10: a file, not a folder
+        "lib/xv3/a.py",  # 11: not a version folder
+        "lib/v4/a.py",  # 12: another parent's v4
+    ]
+    assert older_versions(paths) == {0: 3, 6: 2, 8: 1}
+    assert older_versions([]) == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "named"),
+    [
+        ("v3 compatibility error types", 3, True),
+        ("How did ZodError look in V3?", 3, True),
+        ("the version 3 parser", 3, True),
+        ("the version3 parser", 3, True),
+        ("v3 compatibility error types", 4, False),
+        ("v30 schemas", 3, False),
+        ("sha3 digest", 3, False),
+        ("how ZodType parses input", 3, False),
+    ],
+)
+def test_names_version(text: str, number: int, named: bool) -> None:
+    assert names_version(text, number) is named
+
+
+def test_demote_files_lowers_the_files_given_and_keeps_the_others_order() -> None:
+    file_of = [0, 1, 2, 1]
+    ranked = [(0, 1.0), (1, 0.9), (2, 0.5), (3, -0.2)]
+    demoted = demote_files(ranked, file_of, {1}, 0.3)
+    assert [c for c, _ in demoted] == [0, 2, 1, 3]
+    assert dict(demoted)[1] == pytest.approx(0.27) and dict(demoted)[3] == pytest.approx(-0.34)
+    assert demote_files(ranked, file_of, set(), 0.3) == ranked
 
 
 @pytest.mark.parametrize(
@@ -368,7 +420,26 @@ def test_what_a_person_says_of_the_code_they_want_frames_it() -> None:
 def test_the_words_that_frame_a_question_are_not_its_subject() -> None:
     assert subject_text("Which part of the codebase handles retries?") == "Which of the handles retries?"
     assert subject_text("To fix a bug in `retry()`, which file do I open") == "To a in `retry()`, which file do I"
-    assert subject_text("how change detection works") == "how change detection works"
+    assert subject_text("how change detection works") == "how change detection"
+    # the verb of "how ... work" frames the question wherever its "how" stands; "work" as a thing is kept
+    assert subject_text("How does bean serialization work?") == "How does bean serialization"
+    assert subject_text("How do Serialize and Serializer work together") == "How do Serialize and Serializer"
+    assert subject_text("explain how retries work") == "explain how retries"
+    assert subject_text("how work stealing works in tokio") == "how work stealing works in tokio"
+    assert subject_text("how work stealing works") == "how work stealing"
+    assert subject_text("where is work scheduled") == "where is work scheduled"
+    assert subject_text("make retries work") == "make retries work"
+    assert subject_text("How does it work?") == "How does it work?", "frame words alone are the query"
+    # the kind of code a question word asks for, and how it holds the thing: "file.rs" is not what is asked about
+    assert subject_text("Which file implements Runtime?") == "Which Runtime?"
+    assert subject_text("what class handles retries") == "what retries"
+    assert subject_text("Which modules contain the retry policy") == "Which the retry policy"
+    assert subject_text("class hierarchy for errors") == "class hierarchy for errors"
+    assert subject_text("which handler retries") == "which handler retries"
+    # the code itself, named before what it is of
+    assert subject_text("Where is the code for bean serialization?") == "Where is the for bean serialization?"
+    assert subject_text("show me the implementation of retries") == "show me the of retries"
+    assert subject_text("the code generator for schemas") == "the code generator for schemas"
     assert subject_text("the project") == "the project", "frame words alone are the query"
     assert subject_text("") == ""
 

@@ -714,3 +714,41 @@ def test_keywords_that_name_code_keep_more_of_its_file(tmp_path: Path) -> None:
     # the named thing's file keeps its further spans above the other files that share the words
     assert alike[named][:2] == ["jar.py", "persist.py"], alike
     assert spread[named][:2] == ["jar.py", "jar.py"], spread
+
+
+def _schema_module(words: str) -> str:
+    """A module of a schema library whose parser's docstring says ``words``."""
+    return f'''"""Schemas."""
+
+
+class ZodType:
+    def parse(self, data):
+        """{words}"""
+        return self.check(data)
+'''
+
+
+VERSIONS_REPO = {
+    # the older copy says more of the query's words, so BM25 puts it first
+    "src/v3/types.py": _schema_module("parse input: validates input, parse input again, parse the input value"),
+    "src/v4/types.py": _schema_module("parse input and validate it"),
+    "lib/notes.py": "# unrelated\n" + FILLER,
+}
+
+
+def test_an_older_version_kept_beside_a_newer_one_comes_after_it(tmp_path: Path) -> None:
+    """The newer copy of code kept beside an older one comes first, unless the query names the older version."""
+    retriever = Retriever.open(indexed(tmp_path, VERSIONS_REPO))
+
+    def files(query: str) -> list[str]:
+        return [h.file_path.split("/", 2)[2] for h in retriever.search(query, 2, "lexical")]
+
+    assert retriever.precision.older == {retriever.index.chunks.paths.index("repo/src/v3/types.py"): 3}
+    chunks = retriever.index.chunks
+    best = retriever.lexical.search("parse input", 1)[0][0]
+    assert chunks.paths[chunks.file[best]] == "repo/src/v3/types.py"  # BM25 alone prefers the older copy
+    for query in ("parse input", "How does ZodType parse input?", "parse input."):
+        assert files(query) == ["v4/types.py", "v3/types.py"], query
+    for query in ("parse input in v3", "How did version 3 parse input?"):
+        assert files(query) == ["v3/types.py", "v4/types.py"], query
+

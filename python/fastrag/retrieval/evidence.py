@@ -16,6 +16,9 @@ by repository (``benches/cv.py``), never set by hand.
   ``cookie storage`` names ``cookies.py``, ``authentication`` names ``auth.py`` (a word and a path
   part match when one is a prefix of the other and the shorter has at least
   :data:`MIN_PREFIX` characters; both sides in the index's own stemmed tokens).
+* :func:`older_versions` — the files kept in a version folder beside a newer one (``src/v3/`` beside
+  ``src/v4/``): the older copy of code the newer one supersedes, which :func:`names_version` tells a
+  query asks for by name (``v3``).
 * :func:`is_symbol_query` — a query that is one identifier (``HTTPAdapter``, ``model_post_init``,
   ``Sinatra::Base``), and :func:`symbol_name` the name it asks for (its last qualified part).
 * :func:`query_traits` — what the query's words say it asks for (:data:`TRAITS`): whether it is put
@@ -39,6 +42,7 @@ __all__ = [
     "MIN_PREFIX",
     "POINTS_BACK_PRONOUNS",
     "TRAITS",
+    "VERSION_FOLDER",
     "PathKind",
     "PathWords",
     "Prefixes",
@@ -49,6 +53,8 @@ __all__ = [
     "is_symbol_query",
     "lead_phrase",
     "names_identifier",
+    "names_version",
+    "older_versions",
     "path_kind",
     "query_traits",
     "subject_text",
@@ -181,6 +187,34 @@ def path_kind(path: str) -> PathKind:
     return PathKind(test=test, example=example, prose=suffix in _PROSE_SUFFIXES, test_folder=folder, build=build)
 
 
+#: A folder named for a major version (``v3/``): its number.
+VERSION_FOLDER = re.compile(r"(?:^|/)v(\d{1,3})(?=/)")
+
+
+def older_versions(paths: Sequence[str]) -> dict[int, int]:
+    """The files of ``paths`` kept in a version folder whose parent also holds a newer one (``src/v3/``
+    beside ``src/v4/``), each with its folder's number: the older copy of code a newer one supersedes.
+    A version folder alone (``pydantic/v1/`` beside the package, a new engine in ``vllm/v1/``) says
+    nothing of which copy is current, so its files are not listed."""
+    newest: dict[str, int] = {}
+    found: list[tuple[int, str, int]] = []
+    for i, path in enumerate(paths):
+        for match in VERSION_FOLDER.finditer(path):
+            parent, number = path[: match.start()], int(match.group(1))
+            newest[parent] = max(newest.get(parent, number), number)
+            found.append((i, parent, number))
+    older: dict[int, int] = {}
+    for i, parent, number in found:
+        if number < newest[parent]:
+            older[i] = min(older.get(i, number), number)
+    return older
+
+
+def names_version(text: str, number: int) -> bool:
+    """Whether ``text`` names major version ``number`` (``v3``, ``version 3``, ``V3``)."""
+    return re.search(rf"\bv(?:ersion\s*)?{number}\b", text, re.IGNORECASE) is not None
+
+
 def is_symbol_query(text: str) -> bool:
     """Whether ``text`` is a single identifier, as a symbol lookup is typed."""
     return _SYMBOL.match(text.strip()) is not None
@@ -201,8 +235,9 @@ _ASKING_WORDS = re.compile(rf"{_AUXILIARY}|\w+n['’]t|you|your|yours|our|ours|u
 #: part of the codebase", "what component is responsible", "the code that handles"). A verb frames only after the
 #: one asking ("I", "you", "to", another such verb), or first before "me", "to", "for" (:data:`_PARTICLE`); a place
 #: only before a question's own word or another frame word, and at the end only the few that never name a thing
-#: (:data:`_FRAME_END`). "how change detection works" is about change detection, "how Component lifecycle hooks
-#: run" about Component, and "engine configuration and load paths" about load paths.
+#: (:data:`_FRAME_END`) and the verb of "how ... work" (:data:`_WORKS`). "how change detection works" is about change
+#: detection, "how Component lifecycle hooks run" about Component, and "engine configuration and load paths" about
+#: load paths.
 _FRAME_VERB = re.compile(
     r"(?:want|need|like|try|help|point|look|search|see|find|locate|show|tell|explain|describe|understand|know"
     r"|learn|read|open|modify|chang|edit|fix|updat|extend|debug|tweak|adjust|touch|figure|check|refactor|review"
@@ -220,12 +255,22 @@ _FRAME_PLACE = re.compile(
     re.IGNORECASE,
 )
 _FRAME_END = re.compile(rf"{_NOWHERE}|across|throughout|within", re.IGNORECASE)
+#: A question word that asks which thing, and the kinds of code it may ask for: "which file implements", "what class
+#: defines", "which module contains" name the kind of answer, then how it holds the thing, not the thing itself.
+_WHICH = re.compile(r"which|what", re.IGNORECASE)
+_KIND = re.compile(_CODE_KINDS, re.IGNORECASE)
+#: The verb a question asking how something works ends with ("how does routing work", "how X and Y work together"):
+#: it frames the question as "how" does, and names nothing the code holds.
+_WORKS = re.compile(r"works?|working", re.IGNORECASE)
 #: What a person says of the code they want, as against its tests or documentation ("the real implementation", "the
 #: actual code", "production source", "the concrete implementation"), before the word for the code itself.
 _CODE_QUALITY = re.compile(
     r"real|actual|concrete|production|proper|underlying|original|genuine|shipping|hand-written", re.IGNORECASE
 )
 _CODE_ITSELF = re.compile(r"code|sources?|implementations?|logic|definitions?|modules?|files?|thing", re.IGNORECASE)
+#: What follows the word for the code itself when it frames what the code is of: "the code for …", "the
+#: implementation of …", "the logic behind …", "the module that …".
+_OF = re.compile(r"for|of|behind|that|which", re.IGNORECASE)
 #: The one asking, and "to": the words a verb follows when it says what they mean to do ("do I change", "how to
 #: fix"; "how does update work" is about an update).
 _ASKER = re.compile(r"to|i|me|my|we|us|our|you|your|u", re.IGNORECASE)
@@ -381,9 +426,11 @@ def _subject(text: str) -> tuple[str, ...]:
 
 
 def _frame(words: Sequence[str]) -> set[int]:
-    """The places of the frame words (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`) among the question's own words
-    it opens with, before the first word it is about, and among those it ends with ("which file do I open", "how
-    is it done here", "the retry stuff"); none when they are all the query says."""
+    """The places of the frame words (:data:`_FRAME_VERB`, :data:`_FRAME_PLACE`, the kind of code asked for after
+    :data:`_WHICH`, the code itself before :data:`_OF`) among the question's own words it opens with, before the
+    first word it is about, and among those it ends with (:data:`_FRAME_END`, :data:`_WORKS`): "which file do I
+    open", "which file implements", "where is the code for", "how is it done here", "the retry stuff", "how does
+    routing work"; none when they are all the query says."""
     framed: set[int] = set()
 
     def verb(i: int, after: str) -> bool:
@@ -399,14 +446,32 @@ def _frame(words: Sequence[str]) -> set[int]:
             _own_word(after) or _FRAME_PLACE.fullmatch(after) is not None or _FRAME_VERB.fullmatch(after) is not None
         )
 
+    kind: int | None = None  # the place of the kind of code a question word asks for
     for i, word in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else ""
         if not _own_word(word):
             if not (verb(i, after) or place(word, after)):
                 break
             framed.add(i)
+        elif i and _WHICH.fullmatch(words[i - 1]) and _KIND.fullmatch(word):
+            kind = i
+            framed.add(i)
+        elif kind is not None and i - 1 == kind and _ABOUT_DEFINITION.fullmatch(word):
+            framed.add(i)
+        elif i and words[i - 1].lower() == "the" and _CODE_ITSELF.fullmatch(word) and _OF.fullmatch(after):
+            framed.add(i)  # "where is the code for", "the implementation of"
+    how = next((i for i, word in enumerate(words) if word.lower() == "how"), len(words))
+
+    def works(i: int) -> bool:
+        return i > how and (
+            _WORKS.fullmatch(words[i]) is not None
+            or (words[i].lower() == "together" and _WORKS.fullmatch(words[i - 1]) is not None)
+        )
+
     for i in range(len(words) - 1, -1, -1):
-        if not _own_word(words[i]):
+        if works(i):
+            framed.add(i)
+        elif not _own_word(words[i]):
             if not (verb(i, "") or _FRAME_END.fullmatch(words[i])):
                 break
             framed.add(i)

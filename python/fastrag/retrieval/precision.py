@@ -79,6 +79,7 @@ from fastrag.retrieval.evidence import (
     asks_for_passage,
     lead_phrase,
     names_identifier,
+    older_versions,
     path_kind,
     query_traits,
 )
@@ -253,6 +254,7 @@ class Precision:
         self._path_words = PathWords(scorer.tokenize)
         self._prose: float | None = None
         self._pages: tuple[bool, ...] | None = None
+        self._older: dict[int, int] | None = None
 
     def set_weights(self, relative: Sequence[float]) -> None:
         """Use other weights: those of :data:`COLUMNS` after the first, relative to the first's (what
@@ -305,6 +307,14 @@ class Precision:
         if self._pages is None:
             self._pages = tuple(bool(path_kind(p).prose) for p in self.paths)
         return self._pages
+
+    @property
+    def older(self) -> dict[int, int]:
+        """The index's files kept beside a newer version of themselves, each with its version's number
+        (:func:`older_versions`), computed once."""
+        if self._older is None:
+            self._older = older_versions(self.paths)
+        return self._older
 
     @property
     def prose_share(self) -> float:

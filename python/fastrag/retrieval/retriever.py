@@ -6,7 +6,7 @@ import functools
 import itertools
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +19,7 @@ from fastrag.errors import UsageError, UserError
 from fastrag.indexing.catalog import open_index
 from fastrag.indexing.generations import ChunkTable, LoadedIndex
 from fastrag.indexing.reading import IndexedFiles
-from fastrag.retrieval.evidence import asks_directly, asks_for_passage, names_identifier
+from fastrag.retrieval.evidence import asks_directly, asks_for_passage, names_identifier, names_version
 from fastrag.retrieval.fusion import MARGIN_WEIGHT, RRF_C, order_head, rrf
 from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
@@ -69,6 +69,10 @@ VECTOR_GATE = 0.6
 #: on the pooled vLLM questions and benchmark repositories (benches/RESULTS.md, "Cross-validation by
 #: repository": 0.3 in every fold once the keywords form had weights of its own; 0.7 before).
 SPREAD = 0.3
+#: What a span of a file kept beside a newer version of itself (``src/v3/`` beside ``src/v4/``) counts, unless
+#: the query names its version: the newer copy is the code a question is about, and the older one's span stands
+#: to it as a file's further span to its first (benches/RESULTS.md, "Older versions kept beside newer ones").
+OLDER = SPREAD
 #: The spread of a direct question's files when it names nothing in code and asks where something is, or
 #: finds only code among its first stage's best candidates (``how does dependency injection work``): it
 #: asks which code holds a concept, and the files that do answer it better than the passages of one
@@ -217,7 +221,7 @@ class Retriever:
                 )
                 ranked = order_head(ranked, lex, self.margin_weight)
             ranked = nested_first(ranked, chunks)
-            ranked = self.spread_over_files(ranked, decay)
+            ranked = self.weigh_files(ranked, query, decay)
             hits: Iterator[Hit] = (Hit(*chunks.span(cid), score) for cid, score in ranked)
             if analysed is not None and self.focus > 0:
                 hits = iter(self._recut(distinct(hits, k * OVERFETCH), analysed))
@@ -241,10 +245,20 @@ class Retriever:
         settings (:func:`file_spread`, with :meth:`names_code`)."""
         return file_spread(query, docs_lead, self.names_code, self.spread, self.named_spread)
 
-    def spread_over_files(self, ranked: list[tuple[int, float]], decay: float) -> list[tuple[int, float]]:
-        """``ranked`` (chunk id, score; best first) spread over this index's files by ``decay``
-        (:func:`spread_files`, its pages left alone); unchanged at 1.0."""
-        return spread_files(ranked, self.index.chunks.file, decay, self.precision.pages) if decay < 1.0 else ranked
+    def weigh_files(
+        self, ranked: list[tuple[int, float]], query: str, decay: float, pages: bool = True
+    ) -> list[tuple[int, float]]:
+        """``ranked`` (chunk id, score; best first) weighed by what each file is to ``query``: a file kept beside
+        a newer version of itself counts :data:`OLDER` unless ``query`` names its version (:func:`demote_files`),
+        then the spans are spread over the files by ``decay`` (:func:`spread_files`; ``pages``: a page's sections
+        left alone, as search does; ``False`` spreads them as a code file's, as the ranker's weights were climbed)."""
+        file_of = self.index.chunks.file
+        older = {f for f, number in self.precision.older.items() if not names_version(query, number)}
+        if older:
+            ranked = demote_files(ranked, file_of, older, OLDER)
+        if decay >= 1.0:
+            return ranked
+        return spread_files(ranked, file_of, decay, self.precision.pages if pages else None)
 
     def names_code(self, query: str) -> bool:
         """Whether ``query`` names something in code: a word shaped as a name in code
@@ -512,21 +526,31 @@ def file_spread(
     return 1.0 if asks_for_passage(query, docs_lead, names_code) else ASKED_SPREAD
 
 
+def demote_files(
+    ranked: list[tuple[int, float]], file_of: Sequence[int], files: Collection[int], factor: float
+) -> list[tuple[int, float]]:
+    """``ranked`` (chunk id, score; best first) with the score of every chunk of ``files`` lowered by
+    ``1 - factor`` of its size (as :func:`spread_files` lowers a further span), sorted again (stable)."""
+    out = [(cid, score - (1.0 - factor) * abs(score) if file_of[cid] in files else score) for cid, score in ranked]
+    out.sort(key=lambda item: -item[1])
+    return out
+
+
 def spread_files(
-    ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float, pages: Sequence[bool]
+    ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float, pages: Sequence[bool] | None
 ) -> list[tuple[int, float]]:
     """``ranked`` (chunk id, score; best first) with the score of each chunk lowered by ``1 - decay`` of its size
     once for every better chunk of its file (a positive score multiplied by ``decay``, a negative one, which the
     precision stage gives a test file, pushed as far below zero), and sorted again (stable: ties keep their order).
-    A file that ``pages`` marks as documentation is left alone: a page's sections are passages on one topic, and
-    the one a few words want is often not its best-scored; a code file's further spans stand in the way of the
-    other files a query names."""
+    A file that ``pages`` marks as documentation is left alone (``None``: every file is spread): a page's sections
+    are passages on one topic, and the one a few words want is often not its best-scored; a code file's further
+    spans stand in the way of the other files a query names."""
     seen: dict[int, int] = {}
     out: list[tuple[int, float]] = []
     for cid, score in ranked:
         f = file_of[cid]
         n = seen.get(f, 0)
-        if not pages[f]:
+        if pages is None or not pages[f]:
             seen[f] = n + 1
         out.append((cid, score - (1.0 - decay**n) * abs(score)))
     out.sort(key=lambda item: -item[1])

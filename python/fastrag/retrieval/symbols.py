@@ -22,7 +22,7 @@ from typing import Any
 from fastrag.errors import UsageError, UserError
 from fastrag.indexing.generations import LoadedIndex, SymbolTable
 from fastrag.indexing.symbols import KINDS, line_offsets
-from fastrag.retrieval.evidence import names_identifier
+from fastrag.retrieval.evidence import VERSION_FOLDER, names_identifier
 
 __all__ = [
     "Definition",
@@ -42,7 +42,6 @@ _SECONDARY = re.compile(
     r"|(?:^|/)test_|_test\.|\.test\.|\.spec\.|Tests?\."
 )
 _SEPARATORS = re.compile(r"::|->|\.|#|\\|/")
-_VERSION = re.compile(r"(?:^|/)v(\d{1,3})/")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*|\$\w+|@\w+|\w+[!?]?")
 
 
@@ -142,7 +141,7 @@ def find_definitions(
         kind = table.kind[i]
         stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
         context = {p.casefold() for p in parents} | {f.casefold() for f in path.split("/")[:-1]}
-        versions = [int(v) for v in _VERSION.findall(path)]
+        versions = [int(v) for v in VERSION_FOLDER.findall(path)]
         key = (
             not _same_case(candidate, name),
             (bool(versions), -max(versions, default=0)),
