@@ -417,31 +417,38 @@ def test_what_a_person_says_of_the_code_they_want_frames_it() -> None:
     assert subject_text("production config loading") == "production config loading"
 
 
-def test_the_words_that_frame_a_question_are_not_its_subject() -> None:
-    assert subject_text("Which part of the codebase handles retries?") == "Which of the handles retries?"
-    assert subject_text("To fix a bug in `retry()`, which file do I open") == "To a in `retry()`, which file do I"
-    assert subject_text("how change detection works") == "how change detection"
-    # the verb of "how ... work" frames the question wherever its "how" stands; "work" as a thing is kept
-    assert subject_text("How does bean serialization work?") == "How does bean serialization"
-    assert subject_text("How do Serialize and Serializer work together") == "How do Serialize and Serializer"
-    assert subject_text("explain how retries work") == "explain how retries"
-    assert subject_text("how work stealing works in tokio") == "how work stealing works in tokio"
-    assert subject_text("how work stealing works") == "how work stealing"
-    assert subject_text("where is work scheduled") == "where is work scheduled"
-    assert subject_text("make retries work") == "make retries work"
-    assert subject_text("How does it work?") == "How does it work?", "frame words alone are the query"
-    # the kind of code a question word asks for, and how it holds the thing: "file.rs" is not what is asked about
-    assert subject_text("Which file implements Runtime?") == "Which Runtime?"
-    assert subject_text("what class handles retries") == "what retries"
-    assert subject_text("Which modules contain the retry policy") == "Which the retry policy"
-    assert subject_text("class hierarchy for errors") == "class hierarchy for errors"
-    assert subject_text("which handler retries") == "which handler retries"
-    # the code itself, named before what it is of
-    assert subject_text("Where is the code for bean serialization?") == "Where is the for bean serialization?"
-    assert subject_text("show me the implementation of retries") == "show me the of retries"
-    assert subject_text("the code generator for schemas") == "the code generator for schemas"
-    assert subject_text("the project") == "the project", "frame words alone are the query"
-    assert subject_text("") == ""
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Which part of the codebase handles retries?", "Which of the handles retries?"),
+        ("To fix a bug in `retry()`, which file do I open", "To a in `retry()`, which file do I"),
+        # the verb of "how ... work" frames the question wherever its "how" stands; "work" as a thing is kept
+        ("how change detection works", "how change detection"),
+        ("How does bean serialization work?", "How does bean serialization"),
+        ("How do Serialize and Serializer work together", "How do Serialize and Serializer"),
+        ("explain how retries work", "explain how retries"),
+        ("how work stealing works in tokio", "how work stealing works in tokio"),
+        ("how work stealing works", "how work stealing"),
+        ("where is work scheduled", "where is work scheduled"),
+        ("make retries work", "make retries work"),
+        # the kind of code a question word asks for, and how it holds the thing: "file.rs" is not asked about
+        ("Which file implements Runtime?", "Which Runtime?"),
+        ("what class handles retries", "what retries"),
+        ("Which modules contain the retry policy", "Which the retry policy"),
+        ("class hierarchy for errors", "class hierarchy for errors"),
+        ("which handler retries", "which handler retries"),
+        # the code itself, named before what it is of
+        ("Where is the code for bean serialization?", "Where is the for bean serialization?"),
+        ("show me the implementation of retries", "show me the of retries"),
+        ("the code generator for schemas", "the code generator for schemas"),
+        # frame words alone are the query
+        ("How does it work?", "How does it work?"),
+        ("the project", "the project"),
+        ("", ""),
+    ],
+)
+def test_the_words_that_frame_a_question_are_not_its_subject(text: str, subject: str) -> None:
+    assert subject_text(text) == subject
 
 
 def test_tests_or_docs_a_query_does_not_want_are_not_searched() -> None:
