@@ -71,7 +71,7 @@ VECTOR_GATE = 0.6
 SPREAD = 0.3
 #: What a span of a file kept beside a newer version of itself (``src/v3/`` beside ``src/v4/``) counts, unless
 #: the query names its version: the newer copy is the code a question is about, and the older one's span stands
-#: to it as a file's further span to its first (benches/RESULTS.md, "Older versions kept beside newer ones").
+#: to it as a file's further span to its first (benches/RESULTS.md, "Older copies and the frame of a question").
 OLDER = SPREAD
 #: The spread of a direct question's files when it names nothing in code and asks where something is, or
 #: finds only code among its first stage's best candidates (``how does dependency injection work``): it
@@ -253,9 +253,10 @@ class Retriever:
         then the spans are spread over the files by ``decay`` (:func:`spread_files`; ``pages``: a page's sections
         left alone, as search does; ``False`` spreads them as a code file's, as the ranker's weights were climbed)."""
         file_of = self.index.chunks.file
-        older = {f for f, number in self.precision.older.items() if not names_version(query, number)}
+        older = self.precision.older
         if older:
-            ranked = demote_files(ranked, file_of, older, OLDER)
+            named = {number for number in set(older.values()) if names_version(query, number)}
+            ranked = demote_files(ranked, file_of, {f for f, number in older.items() if number not in named}, OLDER)
         if decay >= 1.0:
             return ranked
         return spread_files(ranked, file_of, decay, self.precision.pages if pages else None)
