@@ -751,4 +751,3 @@ def test_an_older_version_kept_beside_a_newer_one_comes_after_it(tmp_path: Path)
         assert files(query) == ["v4/types.py", "v3/types.py"], query
     for query in ("parse input in v3", "How did version 3 parse input?"):
         assert files(query) == ["v3/types.py", "v4/types.py"], query
-

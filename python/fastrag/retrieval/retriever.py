@@ -530,19 +530,24 @@ def file_spread(
 def demote_files(
     ranked: list[tuple[int, float]], file_of: Sequence[int], files: Collection[int], factor: float
 ) -> list[tuple[int, float]]:
-    """``ranked`` (chunk id, score; best first) with the score of every chunk of ``files`` lowered by
-    ``1 - factor`` of its size (as :func:`spread_files` lowers a further span), sorted again (stable)."""
-    out = [(cid, score - (1.0 - factor) * abs(score) if file_of[cid] in files else score) for cid, score in ranked]
+    """``ranked`` (chunk id, score; best first) with the score of every chunk of ``files`` lowered to ``factor`` of
+    itself (:func:`lowered`, as :func:`spread_files` lowers a further span), sorted again (stable)."""
+    out = [(cid, lowered(score, factor) if file_of[cid] in files else score) for cid, score in ranked]
     out.sort(key=lambda item: -item[1])
     return out
+
+
+def lowered(score: float, keep: float) -> float:
+    """``score`` lowered by ``1 - keep`` of its size: a positive score multiplied by ``keep``, a negative one (the
+    precision stage gives one to a test file) pushed as far below zero, never up."""
+    return score - (1.0 - keep) * abs(score)
 
 
 def spread_files(
     ranked: list[tuple[int, float]], file_of: Sequence[int], decay: float, pages: Sequence[bool] | None
 ) -> list[tuple[int, float]]:
-    """``ranked`` (chunk id, score; best first) with the score of each chunk lowered by ``1 - decay`` of its size
-    once for every better chunk of its file (a positive score multiplied by ``decay``, a negative one, which the
-    precision stage gives a test file, pushed as far below zero), and sorted again (stable: ties keep their order).
+    """``ranked`` (chunk id, score; best first) with the score of each chunk lowered to ``decay`` of itself once for
+    every better chunk of its file (:func:`lowered`), and sorted again (stable: ties keep their order).
     A file that ``pages`` marks as documentation is left alone (``None``: every file is spread): a page's sections
     are passages on one topic, and the one a few words want is often not its best-scored; a code file's further
     spans stand in the way of the other files a query names."""
@@ -553,7 +558,7 @@ def spread_files(
         n = seen.get(f, 0)
         if pages is None or not pages[f]:
             seen[f] = n + 1
-        out.append((cid, score - (1.0 - decay**n) * abs(score)))
+        out.append((cid, lowered(score, decay**n)))
     out.sort(key=lambda item: -item[1])
     return out
 
