@@ -299,3 +299,44 @@ def test_the_typed_forms_cross_validation_trains_on_are_what_they_claim() -> Non
     typed = cv_repos.keyword_form("How do I load a LoRA adapter dynamically in vLLM?")
     assert typed == "load LoRA adapter dynamically vLLM" and not asks_directly(typed)
     assert not set(cv_repos.ASKED_FORMS) & set(cv_repos.UNSEEN_FORMS)
+
+
+def test_draws_of_the_folds_deal_every_repository_and_question_and_bags_keep_forms_with_their_source() -> None:
+    """A draw deals repositories and questions evenly over the folds, draw 0's repositories as ``cv_repos.py``
+    deals them and another draw otherwise; a bag's subsample holds only training repositories and questions, the
+    share asked of them, each keyword form beside its question and each question form beside its repository."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    cv_repos = importlib.import_module("cv_repos")
+    cv_seeds = importlib.import_module("cv_seeds")
+    names = [f"repo{i}" for i in range(41)]
+    repo_fold, question_fold = cv_seeds.draw(names, 500, 0)
+    assert repo_fold == cv_repos.repo_folds(names, cv_seeds.FOLDS)
+    assert sorted(np.bincount(list(repo_fold.values())).tolist()) == [8, 8, 8, 8, 9]
+    assert np.bincount(question_fold).tolist() == [100] * 5
+    assert cv_seeds.draw(names, 500, 1)[0] != repo_fold
+    tasks = [SimpleNamespace(task=SimpleNamespace(repo=name)) for name in names for _ in range(2)]
+    pooled = cv_repos.Pooled(
+        list(range(500)),
+        tasks,
+        question_fold,
+        np.array([repo_fold[t.task.repo] for t in tasks]),
+        repo_fold,
+        {},
+        None,
+        keywords=[-q for q in range(500)],
+        asked=tasks[::2],
+    )
+    sub = cv_seeds.subsample(pooled, 3, 0.5, np.random.default_rng(7))
+    kept = {t.task.repo for t in sub.tasks}
+    training = [name for name in names if repo_fold[name] != 3]
+    assert kept <= set(training) and len(kept) == round(0.5 * len(training))
+    assert len(sub.questions) == 200 and all(question_fold[q] != 3 for q in sub.questions)
+    assert sub.keywords == [-q for q in sub.questions] and sub.question_fold.tolist() == [
+        question_fold[q] for q in sub.questions
+    ]
+    assert {t.task.repo for t in sub.asked} == kept and sub.task_fold.tolist() == [
+        repo_fold[t.task.repo] for t in sub.tasks
+    ]
