@@ -144,6 +144,14 @@ cv: index  ## pooled public+dev questions, 5-fold cross-validation of the ranker
 	$(PY) benches/cv.py --index-ablation --grid
 	$(PY) benches/cv_repos.py --reuse-index $(CV_REPOS_ARGS)
 
+CV_DRAWS ?= 1,2
+CV_DRAWS_ARGS ?=
+.PHONY: cv-draws
+cv-draws: index  ## the ranker's cross-validation by repository on more draws of the folds (CV_DRAWS=1,2; CV_DRAWS_ARGS=--bags 3 bags each fit), side by side; refreshes benches/RESULTS.md
+	mkdir -p benches/_work
+	$(PY) benches/cv_seeds.py --seeds $(CV_DRAWS) --json benches/_work/cv_draws.json $(CV_DRAWS_ARGS)
+	$(PY) benches/cv_seeds.py --table benches/_work/cv_draws.json
+
 .PHONY: paraphrased
 paraphrased: install data  ## the public and dev questions reworded (benches/paraphrased.json) as datasets in data/datasets/paraphrased, for search_dataset and evaluate
 	$(PY) benches/paraphrased.py
