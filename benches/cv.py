@@ -286,9 +286,13 @@ def anatomy(questions: list[Question], weights: np.ndarray, retriever: Retriever
 
 def folds_of(n: int, folds: int) -> np.ndarray:
     """The fold of each of ``n`` questions: a fixed random permutation dealt round-robin."""
-    order = np.random.default_rng(SEED).permutation(n)
-    fold = np.empty(n, dtype=np.int64)
-    fold[order] = np.arange(n) % folds
+    return dealt(np.random.default_rng(SEED).permutation(n), folds)
+
+
+def dealt(order: np.ndarray, folds: int) -> np.ndarray:
+    """The fold of each item when the permutation ``order`` of them is dealt round-robin into ``folds``."""
+    fold = np.empty(len(order), dtype=np.int64)
+    fold[order] = np.arange(len(order)) % folds
     return fold
 
 

@@ -192,6 +192,17 @@ class RepoIndex:
         return out
 
 
+def open_indexes(repos: Sequence[Repo], reuse: bool) -> dict[str, RepoIndex]:
+    """The benchmark repositories' indexes, built (or, with ``reuse``, kept when built by this build) by
+    :func:`~xrepo_run.build_indexes`; a repository whose build failed is left out."""
+    builds = build_indexes(repos, unpack_trees(repos), reuse=reuse)
+    return {
+        r.name: RepoIndex(builds[r.name].index_dir, TREES / r.name)
+        for r in repos
+        if builds[r.name].error is None and (builds[r.name].index_dir / "CURRENT").is_file()
+    }
+
+
 def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: int = precision.DEPTH) -> list[RepoTask]:
     """Candidates (``depth`` BM25 ones) and features of every task whose repository has an index."""
     out: list[RepoTask] = []
@@ -608,13 +619,7 @@ def main() -> None:
     typed = collect(vllm, datasets, reworded=keyword_forms(datasets), form=KEYWORDS)
     assert [q.qid for q in typed] == [q.qid for q in questions], "a keyword form for every question, in order"
     repos = load_repos(XREPO)
-    trees = unpack_trees(repos)
-    builds = build_indexes(repos, trees, reuse=args.reuse_index)
-    indexes = {
-        r.name: RepoIndex(builds[r.name].index_dir, TREES / r.name)
-        for r in repos
-        if builds[r.name].error is None and (builds[r.name].index_dir / "CURRENT").is_file()
-    }
+    indexes = open_indexes(repos, args.reuse_index)
     tasks = collect_repos(load_tasks(XREPO, repos), indexes)
     forms = {
         form: collect_repos([replace(t.task, query=asked_form(t.task.query, form)) for t in tasks], indexes)

@@ -29,22 +29,22 @@ from typing import Any
 
 import numpy as np
 from common import RESULTS, ROOT, replace_section, write_text_atomic
-from cv import collect
+from cv import collect, dealt
 from cv_repos import (
     ASKED_FORMS,
     ASKED_SHARE,
     KEYWORD_SHARE,
     KEYWORDS,
     Pooled,
-    RepoIndex,
     RepoTask,
     asked_form,
     collect_repos,
     keyword_forms,
+    open_indexes,
     over_repos,
     scores,
 )
-from xrepo_run import TREES, XREPO, build_indexes, unpack_trees
+from xrepo_run import XREPO
 from xrepo_score import load_repos, load_tasks
 
 from fastrag.retrieval.retriever import Retriever
@@ -56,13 +56,8 @@ FOLDS = 5
 def draw(names: list[str], questions: int, seed: int) -> tuple[dict[str, int], np.ndarray]:
     """The fold of each repository and of each vLLM question in draw ``seed`` (the module docstring)."""
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(names))
-    repo_fold = np.empty(len(names), dtype=np.int64)
-    repo_fold[order] = np.arange(len(names)) % FOLDS
-    order = rng.permutation(questions)
-    question_fold = np.empty(questions, dtype=np.int64)
-    question_fold[order] = np.arange(questions) % FOLDS
-    return {n: int(f) for n, f in zip(names, repo_fold)}, question_fold
+    repo_fold = dealt(rng.permutation(len(names)), FOLDS)
+    return {n: int(f) for n, f in zip(names, repo_fold)}, dealt(rng.permutation(questions), FOLDS)
 
 
 def subsample(pooled: Pooled, fold: int, share: float, rng: np.random.Generator) -> Pooled:
@@ -106,12 +101,7 @@ def run(seeds: list[int], bags: int, share: float) -> list[dict[str, Any]]:
     questions = collect(vllm, datasets)
     typed = collect(vllm, datasets, reworded=keyword_forms(datasets), form=KEYWORDS)
     repos = load_repos(XREPO)
-    builds = build_indexes(repos, unpack_trees(repos), reuse=True)
-    indexes = {
-        r.name: RepoIndex(builds[r.name].index_dir, TREES / r.name)
-        for r in repos
-        if builds[r.name].error is None and (builds[r.name].index_dir / "CURRENT").is_file()
-    }
+    indexes = open_indexes(repos, reuse=True)
     tasks = collect_repos(load_tasks(XREPO, repos), indexes)
     asked: list[RepoTask] = []
     for form in ASKED_FORMS:
@@ -148,10 +138,10 @@ def run(seeds: list[int], bags: int, share: float) -> list[dict[str, Any]]:
     return out
 
 
-def figures(run: dict[str, Any]) -> dict[str, float]:
+def figures(run: dict[str, Any], languages: dict[str, str]) -> dict[str, float]:
     """One draw's headline figures: the benchmark's mean over repositories, each category's mean over its tasks,
-    each language's mean over its repositories, and vLLM's pooled docs and code recall@5."""
-    languages = {r.name: r.language for r in load_repos(XREPO)}
+    each language's mean over its repositories (``languages``: each repository's), and vLLM's pooled docs and
+    code recall@5."""
     by_repo: dict[str, list[float]] = defaultdict(list)
     for t in run["tasks"]:
         by_repo[t["repo"]].append(t["ndcg"])
@@ -171,7 +161,8 @@ def figures(run: dict[str, Any]) -> dict[str, float]:
 def table(runs: list[dict[str, Any]]) -> str:
     """The draws' figures side by side, a column each (``s`` its seed, ``bagged`` when fitted so), and their
     mean per fitting procedure."""
-    columns = {f"{r['seed']}{' bagged' if r.get('bags') else ''}": figures(r) for r in runs}
+    languages = {r.name: r.language for r in load_repos(XREPO)}
+    columns = {f"{r['seed']}{' bagged' if r.get('bags') else ''}": figures(r, languages) for r in runs}
     procedures: dict[str, list[dict[str, float]]] = defaultdict(list)
     for name, values in columns.items():
         procedures["mean, bagged" if name.endswith("bagged") else "mean"].append(values)
