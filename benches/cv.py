@@ -72,16 +72,19 @@ BOOTSTRAP = 2000
 
 
 class Fitted(Protocol):
-    """What the fit reads of a question: its candidates' ids and features, and which of them find its truth."""
+    """What the fit reads of a question: its candidates' ids and features, which of them find its truth, and
+    which find each of its truths (``covers``: one row per truth)."""
 
     ids: list[int]
     features: np.ndarray
     label: np.ndarray
+    covers: np.ndarray
 
 
 @dataclass(slots=True)
 class Question:
-    """A question's candidates (chunk ids, features, whether each finds the truth) and its truth."""
+    """A question's candidates (chunk ids, features, whether each finds the truth, and which of its sources each
+    finds: ``covers``, one row per source) and its truth."""
 
     dataset: str
     qid: str
@@ -91,6 +94,7 @@ class Question:
     features: np.ndarray
     label: np.ndarray
     places: list[Hit]
+    covers: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
 
 
 def collect(
@@ -124,8 +128,11 @@ def collect(
             truth = [(s.file_path, s.first_character_index, s.last_character_index) for s in q.sources]
             features = candidate_columns(retriever, text, ranked)
             ids = [cid for cid, _ in ranked]
-            label = np.array([finds(chunks.span(cid), truth) for cid in ids], dtype=np.float64)
-            out.append(Question(name, q.question_id, text, truth, ids, features, label, places.get(i, [])))
+            spans = [chunks.span(cid) for cid in ids]
+            covers = np.array([[finds(span, [t]) for span in spans] for t in truth], dtype=bool)
+            covers = covers.reshape(len(truth), len(spans))
+            label = np.asarray(covers.any(axis=0), dtype=np.float64)
+            out.append(Question(name, q.question_id, text, truth, ids, features, label, places.get(i, []), covers))
     return out
 
 
@@ -154,6 +161,7 @@ def fit(
     weights: Sequence[float] | None = None,
     l2: float = L2,
     steps: int = STEPS,
+    per_truth: bool = False,
 ) -> np.ndarray:
     """Weights of the listwise softmax loss over ``questions`` (columns selected by ``mask``), minimised
     by L-BFGS (the loss is convex: it reaches the optimum in a few hundred evaluations where Adam took
@@ -161,7 +169,9 @@ def fit(
 
     ``weights``: each question's share of the loss (default: equal), so that two pooled sources of
     questions can count alike whatever their sizes. ``l2``: the penalty, per question; ``steps``: the
-    most iterations.
+    most iterations. ``per_truth``: a question's share is split among its truths that some candidate finds,
+    each term minus the log of the mass of the candidates finding that truth (:attr:`Fitted.covers`), so that
+    a question's second truth counts as its metric counts it, not only the mass of all its finding candidates.
     """
     from scipy.optimize import minimize
 
@@ -174,18 +184,29 @@ def fit(
     share = np.ones(len(usable)) if weights is None else np.array([weights[i] for i in keep], dtype=np.float64)
     share = share / share.sum()
     x = np.ascontiguousarray(np.concatenate([q.features for q in usable])[:, active])
-    y = np.concatenate([q.label for q in usable])
-    starts = np.cumsum([0] + [len(q.ids) for q in usable])[:-1]
-    seg = np.repeat(np.arange(len(usable)), [len(q.ids) for q in usable])
+    sizes = [len(q.ids) for q in usable]
+    starts = np.cumsum([0] + sizes)[:-1]
+    seg = np.repeat(np.arange(len(usable)), sizes)
     penalty = l2 / len(usable)
+    # Each term of the loss: a question, the rows of the candidates it credits, its share.
+    sets = [q.covers[q.covers.any(axis=1)] if per_truth and q.covers.size else q.label[None, :] > 0 for q in usable]
+    term_q = np.repeat(np.arange(len(usable)), [len(s) for s in sets])
+    term_share = share[term_q] / np.repeat([len(s) for s in sets], [len(s) for s in sets])
+    rows = [starts[i] + np.flatnonzero(row) for i, s in enumerate(sets) for row in s]
+    lengths = np.array([len(r) for r in rows])
+    credited = np.concatenate(rows)
+    term_starts = np.cumsum(np.concatenate(([0], lengths)))[:-1]
+    term_of_row = np.repeat(np.arange(len(rows)), lengths)
 
     def loss_and_gradient(w: np.ndarray) -> tuple[float, np.ndarray]:
         s = x @ w
         e = np.exp(s - np.maximum.reduceat(s, starts)[seg])
         z = np.add.reduceat(e, starts)
-        p = np.add.reduceat(e * y, starts)
-        loss = float(share @ (np.log(z) - np.log(p))) + 0.5 * penalty * float(w @ w)
-        grad = x.T @ (share[seg] * (e / z[seg] - e * y / p[seg])) + penalty * w
+        p = np.add.reduceat(e[credited], term_starts)
+        loss = float(term_share @ (np.log(z[term_q]) - np.log(p))) + 0.5 * penalty * float(w @ w)
+        pulled = np.zeros(len(s))
+        np.add.at(pulled, credited, term_share[term_of_row] * e[credited] / p[term_of_row])
+        grad = x.T @ (share[seg] * e / z[seg] - pulled) + penalty * w
         return loss, grad
 
     found = minimize(loss_and_gradient, np.zeros(len(active)), jac=True, method="L-BFGS-B", options={"maxiter": steps})

@@ -64,7 +64,7 @@ from cv import (
     write_weights,
 )
 from xrepo_run import INDEX_ROOT, TREES, XREPO, LineTable, build_indexes, run_fastrag, unpack_trees
-from xrepo_score import Repo, Span, Task, load_repos, load_tasks, ndcg_at_10, summarize
+from xrepo_score import Repo, Span, Task, covers, load_repos, load_tasks, ndcg_at_10, summarize
 
 from fastrag.evaluation.datasets import ground_truth, load_dataset
 from fastrag.evaluation.recall import RECALL_KS
@@ -166,12 +166,14 @@ def keyword_forms(datasets: Sequence[Path]) -> dict[str, dict[str, str]]:
 
 @dataclass(slots=True)
 class RepoTask:
-    """One benchmark task's candidates (chunk ids, features, whether each covers a target) and the task."""
+    """One benchmark task's candidates (chunk ids, features, whether each covers a target, and which targets each
+    covers: ``covers``, one row per target) and the task."""
 
     task: Task
     ids: list[int]
     features: np.ndarray
     label: np.ndarray
+    covers: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
 
 
 class RepoIndex:
@@ -213,8 +215,10 @@ def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: i
         for task, text, ranked in zip(mine, texts, retriever.lexical.search_many(texts, depth)):
             ids = [cid for cid, _ in ranked]
             spans = index.spans([Hit(*retriever.index.chunks.span(cid), 0.0) for cid in ids])
-            label = np.array([ndcg_at_10([s], task) > 0 for s in spans], dtype=np.float64)
-            out.append(RepoTask(task, ids, candidate_columns(retriever, text, ranked), label))
+            covered = np.array([[covers(s, t) for s in spans] for t in task.targets], dtype=bool)
+            covered = covered.reshape(len(task.targets), len(spans))
+            label = np.asarray(covered.any(axis=0), dtype=np.float64)
+            out.append(RepoTask(task, ids, candidate_columns(retriever, text, ranked), label, covered))
     return out
 
 
@@ -282,6 +286,7 @@ class Pooled:
     keyword_share: float = 0.0
     asked: list[RepoTask] = field(default_factory=list)
     asked_share: float = 0.0
+    per_truth: bool = False
     _fitted: dict[int | None, np.ndarray] = field(default_factory=dict, repr=False)
 
     def training(self, fold: int | None) -> tuple[list[Question | RepoTask], list[float]]:
@@ -347,7 +352,7 @@ class Pooled:
         if fold in self._fitted:
             return self._fitted[fold]
         chosen, shares = self.training(fold)
-        out = fit(chosen, full_mask(), shares, L2, STEPS)
+        out = fit(chosen, full_mask(), shares, L2, STEPS, self.per_truth)
         if self.climb:
             out = self.ascend(out, chosen)
         self._fitted[fold] = out
@@ -597,6 +602,7 @@ def main() -> None:
     parser.add_argument("--no-climb", action="store_true", help="the listwise fit alone, without the ascent")
     parser.add_argument("--lambdamart", action="store_true", help="also LightGBM's LambdaRank trees out of fold")
     parser.add_argument("--tasks-json", type=Path, help="also write every benchmark task's NDCG@10 per column here")
+    parser.add_argument("--per-truth", action="store_true", help="fit each truth's share of a question (cv.fit)")
     parser.add_argument(
         "--keyword-share",
         type=float,
@@ -639,6 +645,7 @@ def main() -> None:
         keyword_share=args.keyword_share,
         asked=[t for form in ASKED_FORMS for t in forms[form]] if args.asked_share > 0 else [],
         asked_share=args.asked_share,
+        per_truth=args.per_truth,
     )
     everything = pooled.fitted(None)
     shipped_w = shipped_weights()

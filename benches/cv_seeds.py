@@ -1,7 +1,7 @@
 """The ranker's cross-validation by repository (``benches/cv_repos.py``) repeated over several draws of the folds.
 
-Usage: ``python benches/cv_seeds.py --seeds 1,2 --json OUT.json [--bags 3] [--share 0.8]`` runs the fit of
-``cv_repos.py`` (listwise fit, then the climb; the same sources, forms and shares) once per draw and writes every
+Usage: ``python benches/cv_seeds.py --seeds 1,2 --json OUT.json [--bags 3] [--share 0.8] [--per-truth]`` runs the
+fit of ``cv_repos.py`` (listwise fit, then the climb; the same sources, forms and shares) once per draw and writes every
 benchmark task's and vLLM question's out-of-fold score to ``OUT.json``; ``python benches/cv_seeds.py --table A.json
 B.json ...`` prints them side by side, with their mean, as a section of ``benches/RESULTS.md``.
 
@@ -12,7 +12,8 @@ out-of-fold figure, like a class of queries', moves with the draw: one draw says
 
 ``--bags B`` fits each fold's weights ``B`` times, each on a share (``--share``) of the training repositories and
 of the training questions drawn without replacement, and ranks with their mean (relative to the first-stage
-weight): bagging, measured beside the single fit on the same draws.
+weight): bagging, measured beside the single fit on the same draws. ``--per-truth`` fits the loss per truth
+(:func:`cv.fit`): each of a question's truths that a candidate finds carries its share of the question.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def subsample(pooled: Pooled, fold: int, share: float, rng: np.random.Generator)
         keyword_share=pooled.keyword_share,
         asked=[t for t in pooled.asked if t.task.repo in kept],
         asked_share=pooled.asked_share,
+        per_truth=pooled.per_truth,
     )
 
 
@@ -94,7 +96,7 @@ def bagged(pooled: Pooled, fold: int, bags: int, share: float, seed: int) -> np.
     return np.asarray(np.mean(fits, axis=0))
 
 
-def run(seeds: list[int], bags: int, share: float) -> list[dict[str, Any]]:
+def run(seeds: list[int], bags: int, share: float, per_truth: bool = False) -> list[dict[str, Any]]:
     """Every benchmark task's and vLLM question's out-of-fold score in each draw of ``seeds``."""
     datasets = sorted((ROOT / "data/datasets/AnsweredQuestions").glob("*.json"))
     vllm = Retriever.open(ROOT / "data/processed")
@@ -122,6 +124,7 @@ def run(seeds: list[int], bags: int, share: float) -> list[dict[str, Any]]:
             keyword_share=KEYWORD_SHARE,
             asked=asked,
             asked_share=ASKED_SHARE,
+            per_truth=per_truth,
         )
         fits = {f: bagged(pooled, f, bags, share, seed) if bags else pooled.fitted(f) for f in range(FOLDS)}
         recalls, ndcgs = scores(pooled, vllm, indexes, fits.__getitem__)
@@ -131,6 +134,7 @@ def run(seeds: list[int], bags: int, share: float) -> list[dict[str, Any]]:
                 "seed": seed,
                 "bags": bags,
                 "share": share,
+                "per_truth": per_truth,
                 "tasks": [{"repo": t.task.repo, "category": t.task.category, "ndcg": v} for t, v in zip(tasks, ndcgs)],
                 "vllm": [{"dataset": q.dataset, "r5": r[5]} for q, r in zip(questions, recalls)],
             }
@@ -179,6 +183,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2", help="the draws, comma-separated")
     parser.add_argument("--bags", type=int, default=0, help="fits averaged per fold (0: one fit, as shipped)")
     parser.add_argument("--share", type=float, default=0.8, help="share of the training part each bag is fitted on")
+    parser.add_argument("--per-truth", action="store_true", help="fit each truth's share of a question (cv.fit)")
     parser.add_argument("--json", type=Path, help="write the draws' scores here")
     parser.add_argument("--table", type=Path, nargs="+", help="print these runs' figures side by side instead")
     parser.add_argument("--no-write", action="store_true", help="print only; leave benches/RESULTS.md alone")
@@ -203,7 +208,7 @@ def main() -> None:
         sys.exit(f"cv_seeds: --seeds must be integers separated by commas, got {args.seeds!r}")
     if args.bags < 0 or not 0 < args.share <= 1:
         sys.exit("cv_seeds: --bags must be >= 0 and --share in (0, 1]")
-    write_text_atomic(args.json, json.dumps(run(seeds, args.bags, args.share)) + "\n")
+    write_text_atomic(args.json, json.dumps(run(seeds, args.bags, args.share, args.per_truth)) + "\n")
 
 
 if __name__ == "__main__":

@@ -286,6 +286,48 @@ def test_the_listwise_fit_learns_which_feature_finds_the_answer() -> None:
     assert cv.fit(questions, np.array([1.0, 0.0]))[1] == 0.0
 
 
+def test_the_fit_per_truth_splits_a_question_among_the_truths_it_can_find() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+    import cv
+
+    rng = np.random.default_rng(2)
+    questions, shares = [], (rng.random(30) + 0.5).tolist()
+    for _ in range(30):
+        n = int(rng.integers(6, 30))
+        covers = rng.random((int(rng.integers(1, 4)), n)) < 0.2
+        features = rng.normal(size=(n, 3))
+        questions.append(
+            cv.Question(
+                "set",
+                "id",
+                "q",
+                [],
+                list(range(n)),
+                features,
+                np.asarray(covers.any(axis=0), dtype=np.float64),
+                [],
+                covers,
+            )
+        )
+    weights = cv.fit(questions, np.ones(3), shares, per_truth=True)
+
+    def loss(w: np.ndarray) -> float:  # written out: each findable truth's share of its question, then the penalty
+        used = [(q, s) for q, s in zip(questions, shares) if q.label.any()]
+        total, out = sum(s for _, s in used), 0.0
+        for q, s in used:
+            scores = q.features @ w
+            found = [row for row in q.covers if row.any()]
+            for row in found:
+                out += s / total / len(found) * (np.log(np.exp(scores).sum()) - np.log(np.exp(scores[row]).sum()))
+        return float(out + 0.5 * cv.L2 / len(used) * float(w @ w))
+
+    slope = [(loss(weights + 1e-5 * e) - loss(weights - 1e-5 * e)) / 2e-5 for e in np.eye(3)]
+    assert max(abs(g) for g in slope) < 1e-4  # the fit's optimum is that loss's
+    assert not np.allclose(weights, cv.fit(questions, np.ones(3), shares))  # not the loss of every truth at once
+    one = [cv.Question("set", "id", "q", [], q.ids, q.features, q.label, [], q.label[None, :] > 0) for q in questions]
+    assert np.allclose(cv.fit(one, np.ones(3), shares, per_truth=True), cv.fit(one, np.ones(3), shares))
+
+
 def test_grid_selection_scores_each_fold_with_the_setting_best_elsewhere() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
     import cv_grid
