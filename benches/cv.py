@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 from common import RESULTS, ROOT, machine, replace_section, shown, write_text_atomic
@@ -63,6 +63,8 @@ from fastrag.retrieval.retriever import (
 from fastrag.schemas import MinimalSource
 
 SECTION = "## Cross-validation"
+SpanT = TypeVar("SpanT")
+TruthT = TypeVar("TruthT")
 K = max(RECALL_KS)
 SEED = 0
 #: The fit's L2 penalty and its most iterations (benches/cv_repos.py chooses the penalty out of fold).
@@ -128,10 +130,7 @@ def collect(
             truth = [(s.file_path, s.first_character_index, s.last_character_index) for s in q.sources]
             features = candidate_columns(retriever, text, ranked)
             ids = [cid for cid, _ in ranked]
-            spans = [chunks.span(cid) for cid in ids]
-            covers = np.array([[finds(span, [t]) for span in spans] for t in truth], dtype=bool)
-            covers = covers.reshape(len(truth), len(spans))
-            label = np.asarray(covers.any(axis=0), dtype=np.float64)
+            covers, label = covering([chunks.span(cid) for cid in ids], truth, lambda span, t: finds(span, [t]))
             out.append(Question(name, q.question_id, text, truth, ids, features, label, places.get(i, []), covers))
     return out
 
@@ -148,6 +147,16 @@ def candidate_columns(retriever: Retriever, text: str, ranked: Sequence[tuple[in
 def full_mask() -> np.ndarray:
     """1.0 for every column of :data:`fastrag.retrieval.precision.COLUMNS`: the fit uses them all."""
     return np.ones(len(precision.COLUMNS))
+
+
+def covering(
+    spans: Sequence[SpanT], truths: Sequence[TruthT], covers: Callable[[SpanT, TruthT], bool]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``spans`` cover each of ``truths`` (one row per truth, by ``covers``), and whether each span covers
+    any (1.0 or 0.0): a question's ``covers`` and ``label``."""
+    rows = np.array([[covers(span, truth) for span in spans] for truth in truths], dtype=bool)
+    rows = rows.reshape(len(truths), len(spans))
+    return rows, np.asarray(rows.any(axis=0), dtype=np.float64)
 
 
 def finds(span: tuple[str, int, int], truth: Sequence[tuple[str, int, int]]) -> bool:
@@ -190,8 +199,9 @@ def fit(
     penalty = l2 / len(usable)
     # Each term of the loss: a question, the rows of the candidates it credits, its share.
     sets = [q.covers[q.covers.any(axis=1)] if per_truth and q.covers.size else q.label[None, :] > 0 for q in usable]
-    term_q = np.repeat(np.arange(len(usable)), [len(s) for s in sets])
-    term_share = share[term_q] / np.repeat([len(s) for s in sets], [len(s) for s in sets])
+    counts = [len(s) for s in sets]
+    term_q = np.repeat(np.arange(len(usable)), counts)
+    term_share = share[term_q] / np.repeat(counts, counts)
     rows = [starts[i] + np.flatnonzero(row) for i, s in enumerate(sets) for row in s]
     lengths = np.array([len(r) for r in rows])
     credited = np.concatenate(rows)

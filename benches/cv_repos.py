@@ -52,6 +52,7 @@ from cv import (
     Ranker,
     candidate_columns,
     collect,
+    covering,
     docs_lead,
     fit,
     folds_of,
@@ -215,9 +216,7 @@ def collect_repos(tasks: Sequence[Task], indexes: dict[str, RepoIndex], depth: i
         for task, text, ranked in zip(mine, texts, retriever.lexical.search_many(texts, depth)):
             ids = [cid for cid, _ in ranked]
             spans = index.spans([Hit(*retriever.index.chunks.span(cid), 0.0) for cid in ids])
-            covered = np.array([[covers(s, t) for s in spans] for t in task.targets], dtype=bool)
-            covered = covered.reshape(len(task.targets), len(spans))
-            label = np.asarray(covered.any(axis=0), dtype=np.float64)
+            covered, label = covering(spans, task.targets, covers)
             out.append(RepoTask(task, ids, candidate_columns(retriever, text, ranked), label, covered))
     return out
 
