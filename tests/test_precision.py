@@ -700,6 +700,38 @@ def test_a_question_that_asks_for_files_is_spread_and_weighed_as_keywords(
     assert not retriever.names_code("where does the cookie jar keep cookies")
 
 
+CASES_REPO = {
+    "conv/json_converter.py": 'class JsonConverter:\n    """Reads JSON text into objects."""\n\n'
+    "    def read_json(self, text):\n        return parse_json(text)\n",
+    "conv/types.py": "class TypeFactory:\n    pass\n\n\ndef typeFactory():\n    return TypeFactory()\n\n\n"
+    "def make_types():\n    return typeFactory()\n\n\nclass Other:\n    def typeFactory(self):\n        return 2\n",
+    "conv/notes.py": 'def json_notes():\n    """Notes on reading json and converters."""\n    return 1\n',
+}
+
+
+def test_a_name_typed_in_another_case_is_read_as_defined(tmp_path: Path) -> None:
+    """A word that spells, in another case, a name in code the index defines is searched as that name: the
+    same results as the name typed right, whatever the case it was typed in."""
+    retriever = Retriever.open(indexed(tmp_path, CASES_REPO))
+    right = "how does the JsonConverter read json"
+    for typed in ("how does the jsonconverter read json", "HOW DOES THE JSONCONVERTER READ JSON", right.title()):
+        assert retriever.searched(typed).split()[3] == "JsonConverter", typed
+        assert retriever.search(typed, 5, "lexical") == retriever.search(right, 5, "lexical"), typed
+    assert retriever.searched(right) == right
+    # a name defined in two spellings: either typed as defined stays; another case reads as the commoner one
+    assert retriever.searched("TypeFactory made") == "TypeFactory made"
+    assert retriever.searched("typeFactory made") == "typeFactory made"
+    assert retriever.searched("typefactory made") == "typeFactory made"
+    assert retriever.searched("TYPEFACTORY made") == "typeFactory made"
+    # a word typed in the shape of a name stays as typed, though the index defines it in another case
+    assert retriever.searched("the Typefactory and jsonConverter") == "the typeFactory and jsonConverter"
+    # words that spell no such name (plain words, a name of one hump) are read as typed
+    assert retriever.searched("Json Converter other") == "Json Converter other"
+    assert retriever.names_code("where is the jsonconverter") and not retriever.names_code("where is the json")
+    retriever.respell = False
+    assert retriever.searched("how jsonconverter reads") == "how jsonconverter reads", "respelling off: as typed"
+
+
 def test_keywords_that_name_code_keep_more_of_its_file(tmp_path: Path) -> None:
     retriever = Retriever.open(indexed(tmp_path, SPREAD_REPO))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,10 +31,22 @@ K = 10
 
 
 def forms(query: str) -> list[str]:
-    """``query`` as written, then without its ending mark, with ``?``, ``.``, `` !``, ``?`` after a blank and
-    ``,``, and quoted or in backticks as a name or a phrase is pasted."""
+    """``query`` as written, then without its ending mark, with ``?``, ``.``, `` !``, ``?`` after a blank,
+    ``,`` and ``:``, quoted or in backticks as a name or a phrase is pasted, and as a line of a list."""
     bare = query.rstrip().rstrip("?.!").rstrip()
-    return [query, bare, f"{bare}?", f"{bare}.", f"{bare} !", f"{bare} ?", f"{bare},", f'"{bare}"', f"`{bare}`?"]
+    return [
+        query,
+        bare,
+        f"{bare}?",
+        f"{bare}.",
+        f"{bare} !",
+        f"{bare} ?",
+        f"{bare},",
+        f"{bare}:",
+        f'"{bare}"',
+        f"`{bare}`?",
+        f"- {bare}",
+    ]
 
 
 def assert_same_in_every_form(retriever: Retriever, queries: Sequence[str], mode: str = "lexical") -> None:
@@ -404,6 +416,15 @@ def test_clean_query_drops_only_the_marks_around_the_query() -> None:
         == "retry policy"
     )
     assert clean_query("'a' or 'b'") == "'a' or 'b'", "only marks that enclose the whole query are dropped"
+    # a label's colon, and a bullet or a quote's mark pasted with the line
+    assert (
+        clean_query("- HandlerStack:")
+        == clean_query("* `HandlerStack`")
+        == clean_query("> HandlerStack")
+        == ("HandlerStack")
+    )
+    assert clean_query("-HandlerStack") == "-HandlerStack" and clean_query("--help me") == "--help me"
+    assert clean_query("std::") == "std" and clean_query("a::b") == "a::b"
 
 
 @pytest.fixture(scope="module")
@@ -436,6 +457,25 @@ def test_every_benchmark_query_ranks_alike_in_every_form(tmp_path: Path) -> None
         assert_same_in_every_form(Retriever.open(out), [t.query for t in tasks if t.repo == repo.name])
 
 
+def test_a_name_typed_in_lowercase_or_capitals_ranks_as_typed_right(vllm: Retriever) -> None:
+    """Each question's CamelCase names of code retyped in lowercase and in capitals: the same first hits as written."""
+    sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
+    questions = [q.question for path in sets for q in load_dataset(path).rag_questions]
+    names = vllm.code_names
+
+    def retyped(question: str, case: Callable[[str], str]) -> str:
+        return " ".join(
+            case(w) if names.spelled.get(w.casefold()) == w and "_" not in w and case(w) not in names.exact else w
+            for w in question.split(" ")
+        )
+
+    for case in (str.lower, str.upper):
+        pairs = [(q, typed) for q in questions if (typed := retyped(q, case)) != q]
+        assert len(pairs) >= 30, len(pairs)
+        assert [vllm.searched(t) for _, t in pairs] == [vllm.searched(q) for q, _ in pairs]
+        assert vllm.search_many([t for _, t in pairs], K) == vllm.search_many([q for q, _ in pairs], K)
+
+
 def swapped(question: str) -> str | None:
     """``question`` with the fourth and fifth letters of its first all-lowercase word of eight letters or more
     swapped (a slip of the fingers); ``None`` when it has no such word or the swap spells the same word."""
@@ -448,12 +488,15 @@ def swapped(question: str) -> str | None:
 def test_a_mistyped_word_is_read_as_the_word_meant(vllm: Retriever) -> None:
     sets = sorted((DATASETS / "UnansweredQuestions").glob("*.json"))
     questions = [q.question for path in sets for q in load_dataset(path).rag_questions]
-    # a question spelt right is searched as written: none of these has a word the index lacks
-    respelled = [(q, vllm.searched(q)) for q in questions if vllm.searched(q) != clean_query(q)]
+    # a question spelt right is searched as written, but for a word read as the name in code it spells in
+    # another case ("entrypoint" as `EntryPoint`): none of these has a word the index lacks
+    respelled = [
+        (q, vllm.searched(q)) for q in questions if vllm.searched(q) != vllm.code_names.respelled(clean_query(q))
+    ]
     assert not respelled
     slips = [(q, typo) for q in questions if (typo := swapped(q)) is not None]
     assert len(slips) >= 150
-    restored = [(q, typo) for q, typo in slips if vllm.searched(typo) == clean_query(q)]
+    restored = [(q, typo) for q, typo in slips if vllm.searched(typo) == vllm.searched(q)]
     # the misses: a misspelling the corpus itself holds ("dimnesion"), a word too rare to be the one meant
     assert len(restored) >= 0.95 * len(slips), sorted(set(slips) - set(restored))
     asked = restored[:50]

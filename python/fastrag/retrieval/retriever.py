@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from fastrag.retrieval.lexical import LexicalSearcher
 from fastrag.retrieval.precision import DEPTH as PRECISION_DEPTH
 from fastrag.retrieval.precision import FOCUS, Precision, recut
 from fastrag.retrieval.query import analyse, asks_where, searched_text, with_apostrophes
-from fastrag.retrieval.symbols import DefinitionHeads, code_names
+from fastrag.retrieval.symbols import CodeNames, DefinitionHeads, code_names
 from fastrag.schemas import MinimalSource
 
 if TYPE_CHECKING:
@@ -84,8 +83,6 @@ ASKED_SPREAD = 0.5
 #: the passage about the named thing, often a further span of the file that defines it, more than for
 #: the files that share its words. Selected out of fold (benches/RESULTS.md, "Keywords that name code").
 NAMED_SPREAD = 0.7
-#: The words of a query that may spell a name the index defines (:meth:`Retriever.names_code`).
-_WORDS = re.compile(r"\w+")
 #: Chunks the precision stage reads to tell whether other code names a file with a test-like name.
 MENTIONS = 64
 #: Whether searches run the precision stage (:mod:`fastrag.retrieval.precision`) unless told otherwise:
@@ -108,7 +105,7 @@ class Retriever:
         #: The index's files, read as they were indexed (:mod:`fastrag.indexing.reading`): every reader
         #: of this index's texts (snippets, spans, prompts, grep, references) shares them.
         self.files = IndexedFiles(index)
-        self._code_names: frozenset[str] | None = None
+        self._code_names: CodeNames | None = None
         heads = DefinitionHeads(index, self.files.get)
         self.precision = Precision(
             index.bm25,
@@ -236,9 +233,14 @@ class Retriever:
         return self.respelled(clean_query(query))
 
     def respelled(self, query: str) -> str:
-        """``query`` with each word the index holds no spelling of read as the nearest one it holds, one slip of
-        the keys away (:meth:`fastrag._core.Bm25Index.respell`): "StaetManager" is ``StateManager``."""
-        return (self.respell and self.index.bm25.respell(query)) or query
+        """``query`` with each word typed in another case than a name the index defines read as that name
+        (:meth:`CodeNames.respelled`: "jsonconverter" is ``JsonConverter``), then each word the index holds no
+        spelling of read as the nearest one it holds, one slip of the keys away
+        (:meth:`fastrag._core.Bm25Index.respell`): "StaetManager" is ``StateManager``."""
+        if not self.respell:
+            return query
+        query = self.code_names.respelled(query)
+        return self.index.bm25.respell(query) or query
 
     def spread_of(self, query: str, docs_lead: float) -> float:
         """How much each further span of a file counts among ``query``'s results, by this retriever's
@@ -265,14 +267,18 @@ class Retriever:
         """Whether ``query`` names something in code: a word shaped as a name in code
         (:func:`~fastrag.retrieval.evidence.names_identifier`), or one that spells, in any case, such a name
         the index defines (:func:`~fastrag.retrieval.symbols.code_names`: ``modelrunner``)."""
-        if names_identifier(query):
-            return True
+        return names_identifier(query) or self.code_names.named_in(query)
+
+    @property
+    def code_names(self) -> CodeNames:
+        """The names this index defines (:func:`~fastrag.retrieval.symbols.code_names`), read once; none for
+        an index of shards, or one built before definitions were kept (words are then read as typed)."""
         if self._code_names is None:
             try:
                 self._code_names = code_names(self.index.symbols)
-            except UserError:  # an index of shards, or one built before definitions were kept: shapes alone
-                self._code_names = frozenset()
-        return any(word.casefold() in self._code_names for word in _WORDS.findall(query))
+            except UserError:
+                self._code_names = CodeNames()
+        return self._code_names
 
     def _mentions(self, term: str) -> list[int]:
         """The chunks that hold the exact index term ``term`` (the first :data:`MENTIONS` of them)."""
@@ -388,18 +394,24 @@ def hits_to_sources(hits: Sequence[Hit]) -> list[MinimalSource]:
     ]
 
 
-#: Marks that end a query without changing what it asks: a sentence's last mark, or a list's separator.
-_ENDING = "?.!,;"
+#: Marks that end a query without changing what it asks: a sentence's last mark, a list's separator, or a
+#: label's colon.
+_ENDING = "?.!,;:"
+#: Marks that open a line of a list or a quote, pasted with the query: a bullet or ``>`` and a blank.
+_OPENING = ("- ", "* ", "• ", "> ")
 #: Pairs of marks that may enclose a whole query, as a name or a phrase is pasted: quotes and backticks.
 _ENCLOSING = (('"', '"'), ("'", "'"), ("`", "`"), ("“", "”"), ("‘", "’"))
 
 
 def bare_query(query: str) -> str:
-    """``query`` without the marks around what it says: blanks, the marks that end it (:data:`_ENDING`), and
-    quotes or backticks enclosing all of it (:data:`_ENCLOSING`) — ``"`ZodType`?"`` is ``ZodType``."""
+    """``query`` without the marks around what it says: blanks, the marks that end it (:data:`_ENDING`), a
+    bullet that opens it (:data:`_OPENING`), and quotes or backticks enclosing all of it (:data:`_ENCLOSING`) —
+    ``"`ZodType`?"`` and ``- ZodType:`` are ``ZodType``."""
     text = query.strip()
     while True:
         bare = text.rstrip(_ENDING).strip()
+        if bare[:2] in _OPENING:
+            bare = bare[2:].strip()
         for first, last in _ENCLOSING:
             inner = bare[1:-1]
             if len(bare) > 2 and bare[0] == first and bare[-1] == last and first not in inner and last not in inner:

@@ -15,6 +15,7 @@ file's definitions as a tree.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from fastrag.indexing.symbols import KINDS, line_offsets
 from fastrag.retrieval.evidence import VERSION_FOLDER, names_identifier
 
 __all__ = [
+    "CodeNames",
     "Definition",
     "DefinitionHeads",
     "OutlineNode",
@@ -43,6 +45,8 @@ _SECONDARY = re.compile(
 )
 _SEPARATORS = re.compile(r"::|->|\.|#|\\|/")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*|\$\w+|@\w+|\w+[!?]?")
+#: A word of a query, as :meth:`CodeNames.respelled` reads it.
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +164,44 @@ def find_definitions(
     return [d for _, d in ranked]
 
 
-def code_names(table: SymbolTable) -> frozenset[str]:
-    """The names the index defines that are shaped as names in code
-    (:func:`~fastrag.retrieval.evidence.names_identifier`: ``ModelRunner``, ``max_num_seqs``), casefolded:
-    a question that types one in lowercase (``modelrunner``) still names that thing."""
-    return frozenset(name.casefold() for name in set(table.name) if names_identifier(name))
+@dataclass(frozen=True)
+class CodeNames:
+    """The names an index defines, as a query's words are read against them.
+
+    ``spelled``: each name shaped as a name in code (:func:`~fastrag.retrieval.evidence.names_identifier`:
+    ``ModelRunner``, ``max_num_seqs``), casefolded, with the spelling most of its definitions use. ``exact``:
+    every name as defined. A query that types such a name in another case (``modelrunner``, ``MODELRUNNER``)
+    still names that thing, and is read as if typed as defined: the tokenizer then splits it into its parts
+    and the ranker sees a name, as for the name typed right.
+    """
+
+    spelled: dict[str, str] = field(default_factory=dict)
+    exact: frozenset[str] = frozenset()
+
+    def named_in(self, text: str) -> bool:
+        """Whether a word of ``text`` spells, in any case, a name in code the index defines."""
+        return any(word.casefold() in self.spelled for word in _WORD.findall(text))
+
+    def respelled(self, text: str) -> str:
+        """``text`` with each word typed in no shape of a name in code (``jsonconverter``, ``JSONCONVERTER``),
+        and not defined so, that spells such a name in another case, typed as the name is defined
+        (``JsonConverter``). A word typed in a name's shape (``NIXLConnector``, ``PAGE_SIZE``) stays as typed."""
+        return _WORD.sub(lambda m: self._as_defined(m.group(0)), text)
+
+    def _as_defined(self, word: str) -> str:
+        spelled = self.spelled.get(word.casefold())
+        if spelled is None or spelled == word or word in self.exact or names_identifier(word):
+            return word
+        return spelled
+
+
+def code_names(table: SymbolTable) -> CodeNames:
+    """The :class:`CodeNames` of the definitions in ``table``."""
+    counts = Counter(name for name in table.name if names_identifier(name))
+    spelled: dict[str, str] = {}
+    for name, _ in counts.most_common():
+        spelled.setdefault(name.casefold(), name)
+    return CodeNames(spelled, frozenset(table.name))
 
 
 #: Definitions of a name whose chunks a one-identifier query's ranking looks at (the best first).
