@@ -185,7 +185,8 @@ class CodeNames:
     def respelled(self, text: str) -> str:
         """``text`` with each word typed in no shape of a name in code (``jsonconverter``, ``JSONCONVERTER``),
         and not defined so, that spells such a name in another case, typed as the name is defined
-        (``JsonConverter``). A word typed in a name's shape (``NIXLConnector``, ``PAGE_SIZE``) stays as typed."""
+        (``JsonConverter``; ``NIXLConnector`` is ``NixlConnector``). A word typed in a name's shape (``PAGE_SIZE``,
+        ``jsonConverter``) stays as typed."""
         return _WORD.sub(lambda m: self._as_defined(m.group(0)), text)
 
     def _as_defined(self, word: str) -> str:
@@ -197,11 +198,12 @@ class CodeNames:
 
 def code_names(table: SymbolTable) -> CodeNames:
     """The :class:`CodeNames` of the definitions in ``table``."""
-    counts = Counter(name for name in table.name if names_identifier(name))
+    counts = Counter(table.name)
     spelled: dict[str, str] = {}
     for name, _ in counts.most_common():
-        spelled.setdefault(name.casefold(), name)
-    return CodeNames(spelled, frozenset(table.name))
+        if names_identifier(name):
+            spelled.setdefault(name.casefold(), name)
+    return CodeNames(spelled, frozenset(counts))
 
 
 #: Definitions of a name whose chunks a one-identifier query's ranking looks at (the best first).
